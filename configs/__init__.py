@@ -1,0 +1,1 @@
+"""Canonical task configs (TOML). Installed as ``nmmo.configs``; load them with ``nmmo.config.load``."""

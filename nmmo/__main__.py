@@ -1,0 +1,7 @@
+"""`python -m nmmo` is the `nmmo` command."""
+
+import sys
+
+from nmmo.cli import main
+
+sys.exit(main())
