@@ -6,8 +6,24 @@ in ``nmmo.config``.
 
 from nmmo import config
 from nmmo.config import Config, ConfigError
-from nmmo.enums import Material
+from nmmo.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr
+from nmmo.env import BatchStep, Env, team_spirit
 
 __version__ = "0.1.0"
 
-__all__ = ["Config", "ConfigError", "Material", "config", "__version__"]
+__all__ = [
+    "BatchStep",
+    "Config",
+    "ConfigError",
+    "Direction",
+    "EntityAttr",
+    "Env",
+    "Material",
+    "NPCType",
+    "Skill",
+    "Style",
+    "TileAttr",
+    "__version__",
+    "config",
+    "team_spirit",
+]

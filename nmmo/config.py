@@ -488,8 +488,6 @@ class NPC:
     NPC_ARMOUR_STD: float = 10.0
     NPC_FLEE_TICKS: int = 4
     """Ticks a damaged passive NPC flees from its attacker."""
-    NPC_PATH_SEARCH: int = 8
-    """Radius of the bounded path search NPCs use to approach a target."""
 
     _bounds(
         NPC_SPAWN_ATTEMPTS=(0, None),
@@ -500,7 +498,6 @@ class NPC:
         NPC_REGEN=(0, None),
         NPC_ARMOUR_STD=(0.0, None),
         NPC_FLEE_TICKS=(0, None),
-        NPC_PATH_SEARCH=(1, 64),
     )
 
 

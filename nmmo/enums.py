@@ -25,3 +25,75 @@ MATERIAL_COLORS: dict[Material, tuple[int, int, int]] = {
     Material.FOREST: (30, 96, 44),
     Material.STONE: (128, 128, 128),
 }
+
+
+class Direction(IntEnum):
+    """Move directions: N is row - 1, S row + 1, E col + 1, W col - 1."""
+
+    NORTH = 0
+    SOUTH = 1
+    EAST = 2
+    WEST = 3
+    STAY = 4
+
+
+class Style(IntEnum):
+    """Attack styles."""
+
+    MELEE = 0
+    RANGE = 1
+    MAGE = 2
+
+
+class Skill(IntEnum):
+    """Columns of the entity table's level and XP arrays."""
+
+    CONSTITUTION = 0
+    HUNTING = 1
+    FISHING = 2
+    MELEE = 3
+    RANGE = 4
+    MAGE = 5
+    DEFENSE = 6
+
+
+class NPCType(IntEnum):
+    """Entity kinds (players are 0)."""
+
+    PLAYER = 0
+    PASSIVE = 1
+    NEUTRAL = 2
+    HOSTILE = 3
+
+
+class TileAttr(IntEnum):
+    """Columns of the `Tile` observation."""
+
+    MATERIAL = 0
+    OCCUPIED = 1
+    ROW = 2
+    COL = 3
+
+
+class EntityAttr(IntEnum):
+    """Columns of the `Entity` observation (row 0 is the observer)."""
+
+    ID = 0
+    IS_SELF = 1
+    NPC_TYPE = 2
+    TEAM = 3
+    ROW = 4
+    COL = 5
+    HEALTH = 6
+    FOOD = 7
+    WATER = 8
+    FREEZE = 9
+    COMBAT_LEVEL = 10
+    ARMOUR = 11
+    ATTACKER_ID = 12
+    DAMAGE = 13
+    TIME_ALIVE = 14
+    MELEE = 15
+    RANGE = 16
+    MAGE = 17
+    DEFENSE = 18

@@ -1,0 +1,456 @@
+"""`nmmo.Env`: the PettingZoo ParallelEnv over the realm, and a batched array API beside it.
+
+Args:
+    config: a `nmmo.config.Config`, a canonical config name ("small_maps"), a preset name or a TOML
+        path; None is `nmmo.config.Default`.
+    seed: seed of the first `reset()` when that call passes none.
+    reward_fn: optional ``f(env, agent_id) -> float`` replacing the default reward.
+    log_fn: optional ``f(env, agent_id) -> dict`` whose scalars are added to the episode metrics.
+
+Agents: ints 1, 2, 3, ... in spawn order, never reused in an episode. Agent slots (rows of the
+batched arrays) are reused by the next id.
+
+Observation (per agent, `observation_space(agent)`): ``Tile`` ((2R+1)^2 x `TileAttr`, int16),
+``Entity`` (PLAYER_N_OBS x `EntityAttr`, int32; row 0 is the observer), ``ActionTargets`` masks
+{"Move": {"Direction": [5]}, "Attack": {"Style": [3], "Target": [PLAYER_N_OBS + 1]}} (int8),
+``AgentId`` and ``CurrentTick``.
+
+Action (per agent): ``{"Move": {"Direction": 0..4}, "Attack": {"Style": 0..2, "Target":
+0..PLAYER_N_OBS}}``, either part optional; Target indexes the agent's last Entity rows and the
+last index is the no-op. Invalid sub-actions (out of range or masked) are dropped and listed in
+``infos[agent]["invalid_actions"]``; malformed actions raise ValueError naming agent and key.
+Actions for agents that already died are ignored; unknown ids raise ValueError.
+
+Rewards: -1 on death, else 0, unless `reward_fn` is given or `reward(agent_id)` is overridden;
+with PLAYER_TEAM_SPIRIT = alpha > 0 each reward becomes alpha * team mean + (1 - alpha) * own.
+
+Episode metrics arrive in ``infos[agent]["episode"]`` when an agent dies or the episode ends.
+
+Version history: v0 (this) — first release.
+
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from nmmo import config as config_module
+from nmmo.config import Config
+from nmmo.enums import Direction, EntityAttr, TileAttr
+from nmmo.metrics import lifetime_metrics
+from nmmo.obs import ObservationBuilder, Observations
+from nmmo.realm import Realm, TickResult
+from nmmo.world import get_map
+
+MOVE, ATTACK, DIRECTION, STYLE, TARGET = "Move", "Attack", "Direction", "Style", "Target"
+
+
+@dataclass
+class BatchStep:
+    """One step of the batched API; every array has one row per agent slot."""
+
+    obs: Observations
+    rewards: np.ndarray  # float32
+    terminated: np.ndarray  # bool
+    truncated: np.ndarray  # bool
+    agent_ids: np.ndarray  # int64 id of the agent each row belongs to (0: empty slot)
+    alive: np.ndarray  # bool: the slot holds a live agent after this step
+
+
+class Env(ParallelEnv):
+    metadata = {"name": "nmmo_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
+
+    def __init__(
+        self,
+        config: Config | str | None = None,
+        seed: int | None = None,
+        reward_fn: Callable[[Env, int], float] | None = None,
+        log_fn: Callable[[Env, int], dict] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.config = config_module.resolve(config).validate()
+        self.render_mode = render_mode
+        self.reward_fn = reward_fn
+        self.log_fn = log_fn
+        self._seed = seed
+        self._np_random: np.random.Generator | None = None
+        self.realm = Realm(self.config)
+        self.n_slots = self.config.PLAYER_N
+        self.n_obs = self.config.PLAYER_N_OBS
+        self._builder = ObservationBuilder(self.config, self.n_slots)
+        spawn_budget = self.config.PLAYER_SPAWN_ATTEMPTS * self.config.HORIZON if self.config.PLAYER_RESPAWN else 0
+        self.possible_agents = list(range(1, self.config.PLAYER_N + spawn_budget + 1))
+        self.agents: list[int] = []
+        self._obs: Observations | None = None
+        self._id_to_slot: dict[int, int] = {}
+        self._map_cache: dict[int, Any] = {}
+        self._custom_reward = reward_fn is not None or type(self).reward is not Env.reward
+        self._custom_log = log_fn is not None or type(self).log is not Env.log
+
+    # ------------------------------------------------------------- spaces
+    @functools.cache  # noqa: B019 - one env, a handful of spaces: caching by self is the point
+    def _observation_space(self) -> gymnasium.spaces.Dict:
+        spaces = gymnasium.spaces
+        window = (2 * self.config.PLAYER_VISION_RADIUS + 1) ** 2
+        high_tile = max(self.config.MAP_SIZE, 8)
+        i32 = np.iinfo(np.int32)
+        return spaces.Dict(
+            {
+                "Tile": spaces.Box(0, high_tile, (window, len(TileAttr)), dtype=np.int16),
+                "Entity": spaces.Box(i32.min, i32.max, (self.n_obs, len(EntityAttr)), dtype=np.int32),
+                "ActionTargets": spaces.Dict(
+                    {
+                        MOVE: spaces.Dict({DIRECTION: spaces.MultiBinary(5)}),
+                        ATTACK: spaces.Dict({STYLE: spaces.MultiBinary(3), TARGET: spaces.MultiBinary(self.n_obs + 1)}),
+                    }
+                ),
+                "AgentId": spaces.Discrete(len(self.possible_agents) + 1),
+                "CurrentTick": spaces.Discrete(self.config.HORIZON + 1),
+            }
+        )
+
+    @functools.cache  # noqa: B019
+    def _action_space(self) -> gymnasium.spaces.Dict:
+        spaces = gymnasium.spaces
+        return spaces.Dict(
+            {
+                MOVE: spaces.Dict({DIRECTION: spaces.Discrete(5)}),
+                ATTACK: spaces.Dict({STYLE: spaces.Discrete(3), TARGET: spaces.Discrete(self.n_obs + 1)}),
+            }
+        )
+
+    def observation_space(self, agent: int) -> gymnasium.spaces.Dict:
+        """The same space object for every agent and every call."""
+        self._check_agent_id(agent)
+        return self._observation_space()
+
+    def action_space(self, agent: int) -> gymnasium.spaces.Dict:
+        """The same space object for every agent and every call."""
+        self._check_agent_id(agent)
+        return self._action_space()
+
+    def _check_agent_id(self, agent: Any) -> None:
+        if not (isinstance(agent, (int, np.integer)) and 1 <= agent <= len(self.possible_agents)):
+            raise ValueError(f"{agent!r} is not an agent id of this env (ints 1..{len(self.possible_agents)})")
+
+    # -------------------------------------------------------------- reset
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Start an episode on a map drawn from the training pool with the env RNG."""
+        if seed is None and self._np_random is None:
+            seed = self._seed
+        if seed is not None:
+            self._np_random = np.random.default_rng(seed)
+        elif self._np_random is None:
+            self._np_random = np.random.default_rng()
+        else:  # a fresh episode stream derived from the previous one: reproducible from the first seed
+            self._np_random = np.random.default_rng(self._np_random.integers(2**63))
+        rng = self._np_random
+        map_seed = int(rng.integers(self.config.MAP_N))
+        if map_seed not in self._map_cache:
+            self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
+        self.realm.reset(self._map_cache[map_seed], rng)
+        self._previous_died = np.zeros(0, dtype=np.int64)
+        slots = self._live_slots()
+        self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
+        self._refresh_agents()
+        obs = self._obs_dicts(slots)
+        infos = {agent: {} for agent in obs}
+        return obs, infos
+
+    # --------------------------------------------------------------- step
+    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        """PettingZoo parallel step; see the module docstring for the action format."""
+        if self._obs is None:
+            raise RuntimeError("call reset() before step()")
+        directions, styles, targets, invalid = self._parse_actions(actions)
+        observers_before = self._live_slots()
+        ids_before = self.realm.state.entities.id[observers_before].copy()
+        result = self._advance(directions, styles, targets)
+        return self._dict_outputs(observers_before, ids_before, result, invalid)
+
+    def step_arrays(self, actions: np.ndarray) -> BatchStep:
+        """Batched step: `actions` is (slots, 3) ints [direction, style, target index] per agent slot
+        (rows of empty slots are ignored; -1 or the no-op index means no attack). Invalid entries
+        are dropped like invalid sub-actions. Returned arrays are fresh each step."""
+        if self._obs is None:
+            raise RuntimeError("call reset() before step_arrays()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.n_slots, 3) or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(f"actions must be an integer array of shape ({self.n_slots}, 3), got "
+                             f"{actions.dtype} {actions.shape}")
+        directions, styles, targets = self._empty_actions()
+        slots = self._live_slots()
+        self._apply_indices(slots, actions[slots, 0], actions[slots, 1], actions[slots, 2], directions, styles,
+                            targets)
+        ent = self.realm.state.entities
+        ids_before = ent.id[: self.n_slots].copy()
+        alive_before = ent.alive[: self.n_slots].copy()
+        result = self._advance(directions, styles, targets)
+        died = result.dead[result.dead < self.n_slots]
+        rewards = np.zeros(self.n_slots, dtype=np.float32)
+        terminated = np.zeros(self.n_slots, dtype=bool)
+        terminated[died] = True
+        rewards[died] = -1.0
+        truncated = np.zeros(self.n_slots, dtype=bool)
+        if self.done:
+            truncated[:] = alive_before & ~terminated
+        ids = np.where(alive_before, ids_before, 0)
+        alive = ent.alive[: self.n_slots].copy()
+        ids = np.where(alive & ~terminated, ent.id[: self.n_slots], ids)
+        return BatchStep(self._obs, rewards, terminated, truncated, ids, alive & ~truncated)
+
+    @property
+    def done(self) -> bool:
+        """True once the horizon is reached."""
+        return self.realm.state is not None and self.realm.state.tick >= self.config.HORIZON
+
+    # ----------------------------------------------------------- internals
+    def _live_slots(self) -> np.ndarray:
+        return np.flatnonzero(self.realm.state.entities.alive[: self.n_slots])
+
+    def _refresh_agents(self) -> None:
+        slots = self._live_slots()
+        ids = self.realm.state.entities.id[slots].tolist()
+        self.agents = [] if self.done else ids
+        self._id_to_slot = dict(zip(ids, slots.tolist(), strict=True))
+
+    def _empty_actions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        capacity = self.realm.capacity
+        return (np.full(capacity, Direction.STAY, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
+                np.full(capacity, -1, dtype=np.int64))
+
+    def _advance(self, directions, styles, targets) -> TickResult:
+        last_tick = self.realm.state.tick + 1 >= self.config.HORIZON
+        result = self.realm.tick(directions, styles, targets, self._np_random, respawn=not last_tick)
+        died = result.dead[result.dead < self.n_slots]
+        self._obs = self._observe(self._live_slots(), died)
+        self._refresh_agents()
+        return result
+
+    def _observe(self, live: np.ndarray, died: np.ndarray) -> Observations:
+        """Fresh observation buffers for live agents and for agents that died this tick (whose
+        final observation shows them on their last tile)."""
+        out = self._builder.allocate()
+        state = self.realm.state
+        feats = self._builder.entity_features(state)
+        self._builder.build(state, live, out, feats)
+        if died.size:
+            ent, occupancy = state.entities, state.tiles.occupancy
+            free = occupancy[ent.row[died], ent.col[died]] < 0
+            rows, cols = ent.row[died][free], ent.col[died][free]
+            occupancy[rows, cols] = died[free]
+            try:
+                self._builder.build(state, died, out, feats)
+            finally:
+                occupancy[rows, cols] = -1
+            out.move_mask[died] = 0
+            out.move_mask[died, Direction.STAY] = 1
+            out.style_mask[died] = 0
+            out.target_mask[died] = 0
+            out.target_mask[died, self.n_obs] = 1
+        return out
+
+    def _obs_dicts(self, slots: np.ndarray) -> dict[int, dict]:
+        o = self._obs
+        ids = self.realm.state.entities.id
+        tick = self.realm.state.tick
+        return {
+            int(ids[s]): {
+                "Tile": o.tile[s],
+                "Entity": o.entity[s],
+                "ActionTargets": {
+                    MOVE: {DIRECTION: o.move_mask[s]},
+                    ATTACK: {STYLE: o.style_mask[s], TARGET: o.target_mask[s]},
+                },
+                "AgentId": int(ids[s]),
+                "CurrentTick": tick,
+            }
+            for s in slots.tolist()
+        }
+
+    def _dict_outputs(self, observers_before, ids_before, result: TickResult, invalid: dict) -> tuple:
+        ent = self.realm.state.entities
+        died = result.dead[result.dead < self.n_slots]
+        died_set = set(died.tolist())
+        new_slots = result.spawned
+        slots = np.concatenate([observers_before, new_slots[~np.isin(new_slots, observers_before)]])
+        obs = self._obs_dicts(slots)
+        dead_ids = set(ent.id[died].tolist())
+        truncate = self.done
+        rewards = self._rewards(slots, died_set)
+        terminations = {aid: aid in dead_ids for aid in obs}
+        truncations = {aid: truncate and aid not in dead_ids for aid in obs}
+        infos: dict[int, dict] = {aid: {} for aid in obs}
+        for aid, problems in invalid.items():
+            if aid in infos:
+                infos[aid]["invalid_actions"] = problems
+        finished = died if not truncate else slots
+        if finished.size:
+            self._add_episode_infos(infos, finished)
+        del ids_before
+        return obs, rewards, terminations, truncations, infos
+
+    def _rewards(self, slots: np.ndarray, died: set[int]) -> dict[int, float]:
+        ent = self.realm.state.entities
+        ids = ent.id[slots].tolist()
+        if self._custom_reward:
+            values = np.array([self.reward(aid) for aid in ids], dtype=np.float64)
+        else:
+            values = np.array([-1.0 if s in died else 0.0 for s in slots.tolist()])
+        alpha = self.config.PLAYER_TEAM_SPIRIT
+        if alpha > 0 and values.size:
+            values = team_spirit(values, ent.team[slots], alpha)
+        return dict(zip(ids, values.tolist(), strict=True))
+
+    def reward(self, agent_id: int) -> float:
+        """Reward of one agent this step: -1 if it died, else 0. Override for custom rewards (the
+        env's tables are readable here: `self.realm.players`, `self.realm.state`)."""
+        if self.reward_fn is not None:
+            return float(self.reward_fn(self, agent_id))
+        return -1.0 if agent_id not in self._id_to_slot or not self._slot_alive(agent_id) else 0.0
+
+    def _slot_alive(self, agent_id: int) -> bool:
+        slot = self._id_to_slot[agent_id]
+        return bool(self.realm.state.entities.alive[slot])
+
+    def log(self, agent_id: int) -> dict:
+        """Extra scalars (or dicts of scalars) for an agent's episode metrics. Override or pass
+        `log_fn`."""
+        return dict(self.log_fn(self, agent_id)) if self.log_fn is not None else {}
+
+    def _add_episode_infos(self, infos: dict, slots: np.ndarray) -> None:
+        state = self.realm.state
+        metrics = lifetime_metrics(state, slots)
+        ids = state.entities.id[slots].tolist()
+        for i, aid in enumerate(ids):
+            episode = {name: values[i].item() for name, values in metrics.items()}
+            if self._custom_log:
+                episode.update(self.log(aid))
+            infos.setdefault(aid, {})["episode"] = episode
+
+    # ------------------------------------------------------------ actions
+    def _parse_actions(self, actions: Any):
+        if not isinstance(actions, dict):
+            raise ValueError(f"actions must be a dict {{agent_id: action}}, got {type(actions).__name__}")
+        directions, styles, targets = self._empty_actions()
+        n = len(actions)
+        slots = np.empty(n, dtype=np.int64)
+        move = np.full(n, Direction.STAY, dtype=np.int64)
+        style = np.full(n, -1, dtype=np.int64)
+        target = np.full(n, -1, dtype=np.int64)
+        agent_ids = []
+        count = 0
+        id_to_slot = self._id_to_slot
+        for agent, action in actions.items():
+            slot = id_to_slot.get(agent)
+            if slot is None:
+                self._check_known(agent)
+                continue  # already dead: ignored
+            if type(action) is not dict:
+                raise ValueError(f"agent {agent}: action must be a dict like {{'Move': {{'Direction': 0}}}}, "
+                                 f"got {type(action).__name__}")
+            slots[count] = slot
+            agent_ids.append(agent)
+            for key, value in action.items():
+                if key == MOVE:
+                    if value is not None:
+                        move[count] = _index(agent, value, MOVE, DIRECTION)
+                elif key == ATTACK:
+                    if value is not None:
+                        style[count] = _index(agent, value, ATTACK, STYLE)
+                        target[count] = _index(agent, value, ATTACK, TARGET)
+                else:
+                    raise ValueError(f"agent {agent}: unknown action key {key!r}; expected 'Move' and/or 'Attack'")
+            count += 1
+        invalid = self._apply_indices(slots[:count], move[:count], style[:count], target[:count], directions,
+                                      styles, targets, agent_ids)
+        return directions, styles, targets, invalid
+
+    def _check_known(self, agent: Any) -> None:
+        if not isinstance(agent, (int, np.integer)) or isinstance(agent, bool):
+            raise ValueError(f"action keys are agent ids (int), got {agent!r}")
+        if not 1 <= agent < self.realm.state.next_player_id:
+            raise ValueError(f"action for unknown agent {agent}: ids issued so far are 1.."
+                             f"{self.realm.state.next_player_id - 1}; live agents are env.agents")
+
+    def _apply_indices(self, slots, move, style, target, directions, styles, targets, agent_ids=None) -> dict:
+        """Check indices against ranges and last step's masks, write the valid ones into the per-row
+        action arrays, and return {agent: [problems]} for the dropped ones."""
+        o, n_obs = self._obs, self.n_obs
+        move_ok = (move >= 0) & (move <= 4)
+        move_ok[move_ok] = o.move_mask[slots[move_ok], move[move_ok]] == 1
+        wants_attack = (target >= 0) & (target < n_obs) & (style != -1)
+        attack_ok = wants_attack & (style >= 0) & (style <= 2)
+        attack_ok[attack_ok] = (o.target_mask[slots[attack_ok], target[attack_ok]] == 1) & (
+            o.style_mask[slots[attack_ok], style[attack_ok]] == 1)
+        rows = np.where(attack_ok, o.entity_rows[slots, np.clip(target, 0, n_obs - 1)], -1)
+        directions[slots] = np.where(move_ok, move, Direction.STAY)
+        styles[slots] = np.where(attack_ok & (rows >= 0), style, -1)
+        targets[slots] = np.where(attack_ok, rows, -1)
+        bad_move = ~move_ok
+        bad_attack = ~attack_ok & ((style != -1) | (target != -1)) & ~((target == n_obs) & (style >= 0) & (style <= 2))
+        if agent_ids is None or not (bad_move.any() or bad_attack.any()):
+            return {}
+        problems: dict[int, list[str]] = {}
+        for i in np.flatnonzero(bad_move | bad_attack).tolist():
+            notes = problems.setdefault(agent_ids[i], [])
+            if bad_move[i]:
+                notes.append(f"Move.Direction={move[i]} is out of range or masked (blocked tile or frozen)")
+            if bad_attack[i]:
+                notes.append(f"Attack Style={style[i]} Target={target[i]} is out of range or masked "
+                             "(no valid target in that row within the style's reach)")
+        return problems
+
+    # ------------------------------------------------------------- render
+    def render(self) -> np.ndarray | None:
+        """rgb_array: the map coloured by material with players white and NPCs black."""
+        if self.render_mode != "rgb_array" or self.realm.state is None:
+            return None
+        from nmmo.world import material_rgb
+
+        state = self.realm.state
+        image = material_rgb(state.tiles.material).copy()
+        ent = state.entities
+        alive = np.flatnonzero(ent.alive)
+        colours = np.where((alive < ent.n_players)[:, None], 255, 0).astype(np.uint8)
+        image[ent.row[alive], ent.col[alive]] = colours
+        return image
+
+    def close(self) -> None:
+        """Nothing to release; present for the PettingZoo API."""
+
+
+def _index(agent: Any, value: Any, key: str, sub: str) -> int:
+    """One integer sub-action, or ValueError naming the agent and key."""
+    if type(value) is not dict:
+        raise ValueError(f"agent {agent}: action[{key!r}] must be a dict like {{{sub!r}: 0}}, got {value!r}")
+    if sub not in value:
+        raise ValueError(f"agent {agent}: action[{key!r}] is missing {sub!r}")
+    if len(value) > (1 if key == MOVE else 2):
+        extra = set(value) - {DIRECTION} if key == MOVE else set(value) - {STYLE, TARGET}
+        raise ValueError(f"agent {agent}: action[{key!r}] has unknown keys {sorted(map(str, extra))}")
+    item = value[sub]
+    kind = type(item)
+    if kind is int:
+        return item
+    if isinstance(item, np.integer) or (isinstance(item, np.ndarray) and item.ndim == 0
+                                        and np.issubdtype(item.dtype, np.integer)):
+        return int(item)
+    raise ValueError(f"agent {agent}: action[{key!r}][{sub!r}] must be an integer, got {item!r} "
+                     f"({kind.__name__})")
+
+
+def team_spirit(rewards: np.ndarray, teams: np.ndarray, alpha: float) -> np.ndarray:
+    """Alpha * (mean reward of the agent's team) + (1 - alpha) * own reward."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    _, inverse = np.unique(teams, return_inverse=True)
+    sums = np.bincount(inverse, weights=rewards)
+    counts = np.bincount(inverse)
+    return alpha * (sums / counts)[inverse] + (1.0 - alpha) * rewards

@@ -1,0 +1,152 @@
+"""Observations for all agents at once: Tile crops, Entity windows and ActionTargets masks.
+
+For each observer the occupancy grid is cropped around it with offsets pre-sorted by Chebyshev
+distance (ties row-major), so the entities it sees come out already in observation order; one
+`nonzero` compacts them and one gather copies their feature rows. Only visible rows are written,
+into freshly zeroed buffers, so the cost follows what agents see, not the padded size, and arrays
+handed out earlier never change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from nmmo.config import Config
+from nmmo.enums import EntityAttr, Material, Skill, TileAttr
+from nmmo.state import State
+from nmmo.systems.combat import reaches
+from nmmo.systems.movement import DELTAS
+from nmmo.systems.npc import window_offsets
+from nmmo.world import WALKABLE
+
+N_ENTITY_ATTRS = len(EntityAttr)
+N_TILE_ATTRS = len(TileAttr)
+
+
+@dataclass
+class Observations:
+    """Stacked observations, one row per agent slot (rows of empty slots are zero)."""
+
+    tile: np.ndarray  # (slots, (2R+1)^2, N_TILE_ATTRS) int16
+    entity: np.ndarray  # (slots, PLAYER_N_OBS, N_ENTITY_ATTRS) int32
+    move_mask: np.ndarray  # (slots, 5) int8
+    style_mask: np.ndarray  # (slots, 3) int8
+    target_mask: np.ndarray  # (slots, PLAYER_N_OBS + 1) int8
+    entity_rows: np.ndarray  # (slots, PLAYER_N_OBS) int32: entity-table row of each Entity row (-1)
+
+
+class ObservationBuilder:
+    """Precomputes window offsets once; `build` fills observations for a set of slots."""
+
+    def __init__(self, config: Config, n_slots: int) -> None:
+        self.config = config
+        self.n_slots = n_slots
+        self.n_obs = config.PLAYER_N_OBS
+        radius = config.PLAYER_VISION_RADIUS
+        self.sorted_dr, self.sorted_dc, self.sorted_dist = window_offsets(radius)
+        side = 2 * radius + 1
+        rm_dr, rm_dc = np.divmod(np.arange(side * side), side)
+        self.tile_dr = (rm_dr - radius).astype(np.int32)
+        self.tile_dc = (rm_dc - radius).astype(np.int32)
+        # position of each distance-sorted offset in the row-major window
+        self.sorted_to_rowmajor = ((self.sorted_dr + radius) * side + (self.sorted_dc + radius)).astype(np.int64)
+        self.combat = config.has("Combat")
+        self.reach = reaches(config) if self.combat else np.zeros(3, dtype=np.int64)
+        self.max_reach = int(self.reach.max())
+        self.enterable = WALKABLE.copy()
+        if not config.IMMORTAL:
+            self.enterable[Material.LAVA] = True
+
+    def allocate(self) -> Observations:
+        n, w2 = self.n_slots, len(self.tile_dr)
+        return Observations(
+            tile=np.zeros((n, w2, N_TILE_ATTRS), dtype=np.int16),
+            entity=np.zeros((n, self.n_obs, N_ENTITY_ATTRS), dtype=np.int32),
+            move_mask=np.zeros((n, 5), dtype=np.int8),
+            style_mask=np.zeros((n, 3), dtype=np.int8),
+            target_mask=np.zeros((n, self.n_obs + 1), dtype=np.int8),
+            entity_rows=np.full((n, self.n_obs), -1, dtype=np.int32),
+        )
+
+    def entity_features(self, state: State) -> np.ndarray:
+        """One feature row per entity-table row (IS_SELF left 0), in `EntityAttr` column order."""
+        ent = state.entities
+        feats = np.empty((ent.capacity, N_ENTITY_ATTRS), dtype=np.int32)
+        feats[:, EntityAttr.ID] = ent.id
+        feats[:, EntityAttr.IS_SELF] = 0
+        feats[:, EntityAttr.NPC_TYPE] = ent.npc_type
+        feats[:, EntityAttr.TEAM] = ent.team
+        feats[:, EntityAttr.ROW] = ent.row
+        feats[:, EntityAttr.COL] = ent.col
+        feats[:, EntityAttr.HEALTH] = ent.health
+        feats[:, EntityAttr.FOOD] = ent.food
+        feats[:, EntityAttr.WATER] = ent.water
+        feats[:, EntityAttr.FREEZE] = np.maximum(ent.freeze_end - state.tick + 1, 0)
+        feats[:, EntityAttr.COMBAT_LEVEL] = ent.combat_level()
+        feats[:, EntityAttr.ARMOUR] = ent.equipment().astype(np.int32)
+        feats[:, EntityAttr.ATTACKER_ID] = ent.attacker_id
+        feats[:, EntityAttr.DAMAGE] = ent.damage_taken
+        feats[:, EntityAttr.TIME_ALIVE] = state.tick - ent.spawn_tick
+        feats[:, EntityAttr.MELEE] = ent.level[:, Skill.MELEE]
+        feats[:, EntityAttr.RANGE] = ent.level[:, Skill.RANGE]
+        feats[:, EntityAttr.MAGE] = ent.level[:, Skill.MAGE]
+        feats[:, EntityAttr.DEFENSE] = ent.level[:, Skill.DEFENSE]
+        return feats
+
+    def build(self, state: State, slots: np.ndarray, out: Observations, feats: np.ndarray | None = None) -> None:
+        """Write observations of the agents in `slots` (entity rows) into `out`."""
+        if slots.size == 0:
+            return
+        ent, tiles = state.entities, state.tiles
+        if feats is None:
+            feats = self.entity_features(state)
+        rows, cols = ent.row[slots], ent.col[slots]
+
+        # Tiles, row-major crop.
+        tr = rows[:, None] + self.tile_dr
+        tc = cols[:, None] + self.tile_dc
+        occ_rm = tiles.occupancy[tr, tc]
+        tile = out.tile[slots]
+        tile[:, :, TileAttr.MATERIAL] = tiles.material[tr, tc]
+        tile[:, :, TileAttr.OCCUPIED] = occ_rm >= 0
+        tile[:, :, TileAttr.ROW] = tr
+        tile[:, :, TileAttr.COL] = tc
+        out.tile[slots] = tile
+
+        # Entities in distance order, compacted to the first PLAYER_N_OBS.
+        occ = occ_rm[:, self.sorted_to_rowmajor]
+        agent, pos = np.nonzero(occ >= 0)
+        counts = np.bincount(agent, minlength=slots.size)
+        starts = np.cumsum(counts) - counts
+        rank = np.arange(agent.size) - starts[agent]
+        keep = rank < self.n_obs
+        agent, pos, rank = agent[keep], pos[keep], rank[keep]
+        seen = occ[agent, pos]
+        observer = slots[agent]
+        out.entity[observer, rank] = feats[seen]
+        out.entity_rows[observer, rank] = seen
+        is_self = seen == observer
+        out.entity[observer[is_self], rank[is_self], EntityAttr.IS_SELF] = 1
+
+        # Attack masks.
+        out.target_mask[slots, self.n_obs] = 1
+        if self.combat:
+            dist = self.sorted_dist[pos]
+            valid = ~is_self & (dist <= self.max_reach)
+            if not self.config.COMBAT_FRIENDLY_FIRE:
+                valid &= ~((ent.team[seen] == ent.team[observer]) & (ent.team[observer] >= 0))
+            out.target_mask[observer[valid], rank[valid]] = 1
+            for style, reach in enumerate(self.reach):
+                out.style_mask[observer[valid & (dist <= reach)], style] = 1
+
+        # Move mask: enterable neighbours, nothing but "stay" while frozen next tick.
+        nr = rows[:, None] + DELTAS[:4, 0]
+        nc = cols[:, None] + DELTAS[:4, 1]
+        material = tiles.material[nr, nc]
+        free = (tiles.occupancy[nr, nc] < 0) | (material == Material.LAVA)
+        movable = self.enterable[material] & free
+        movable &= (ent.freeze_end[slots] < state.tick)[:, None]
+        out.move_mask[slots, :4] = movable
+        out.move_mask[slots, 4] = 1

@@ -1,0 +1,105 @@
+"""NPC behaviour, decided for all NPCs at once from last tick's state.
+
+Passive NPCs wander (a random empty walkable neighbour) and, when damaged, flee from the attacker
+for NPC_FLEE_TICKS ticks. Neutral NPCs wander but hunt whoever damaged them while that entity stays
+within NPC_VISION_RADIUS. Hostile NPCs keep a valid target, else take the nearest entity in vision
+(any kind), else wander. A hunter attacks with its fixed style when the target is within reach,
+otherwise steps toward it: the enterable neighbour that most reduces the distance (a depth-one
+search, random tie-breaks). NPCs never enter lava or water.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmmo.config import Config
+from nmmo.enums import Direction, NPCType
+from nmmo.state import State
+from nmmo.systems.combat import reaches
+from nmmo.systems.movement import DELTAS
+from nmmo.world import WALKABLE
+
+
+def _chebyshev(ent, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.maximum(np.abs(ent.row[a] - ent.row[b]), np.abs(ent.col[a] - ent.col[b]))
+
+
+def window_offsets(radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dr, dc, chebyshev distance) of a (2r+1)^2 window, sorted by distance then row-major."""
+    dr, dc = np.meshgrid(np.arange(-radius, radius + 1), np.arange(-radius, radius + 1), indexing="ij")
+    dr, dc = dr.ravel(), dc.ravel()
+    dist = np.maximum(np.abs(dr), np.abs(dc))
+    order = np.argsort(dist, kind="stable")
+    return dr[order].astype(np.int32), dc[order].astype(np.int32), dist[order].astype(np.int32)
+
+
+def decide(state: State, config: Config, rng: np.random.Generator, directions, styles, targets) -> None:
+    """Write this tick's NPC moves and attacks into the per-row action arrays."""
+    ent, tiles = state.entities, state.tiles
+    if not config.has("NPC"):
+        return
+    rows = ent.n_players + np.flatnonzero(ent.alive[ent.n_players :])
+    if rows.size == 0:
+        return
+    vision = config.NPC_VISION_RADIUS
+    kind = ent.npc_type[rows]
+
+    # Forget targets that died, were replaced or left vision.
+    t = ent.target[rows]
+    has = t >= 0
+    safe = np.where(has, t, 0)
+    keep = has & ent.alive[safe] & (ent.id[safe] == ent.target_id[rows]) & (_chebyshev(ent, rows, safe) <= vision)
+    ent.target[rows[~keep]] = -1
+
+    # React to last tick's damage.
+    hitter = ent.attacker_row[rows]
+    safe = np.where(hitter >= 0, hitter, 0)
+    was_hit = (
+        (ent.damage_taken[rows] > 0) & (hitter >= 0) & ent.alive[safe] & (ent.id[safe] == ent.attacker_id[rows])
+    )
+    flee = rows[was_hit & (kind == NPCType.PASSIVE)]
+    ent.flee_ticks[flee] = config.NPC_FLEE_TICKS
+    ent.flee_row[flee] = ent.row[ent.attacker_row[flee]]
+    ent.flee_col[flee] = ent.col[ent.attacker_row[flee]]
+    near = _chebyshev(ent, rows, safe) <= vision
+    retaliate = was_hit & near & ((kind == NPCType.NEUTRAL) | ((kind == NPCType.HOSTILE) & ~keep))
+    ent.target[rows[retaliate]] = hitter[retaliate]
+
+    # Hostiles without a target take the nearest entity in vision.
+    seeking = rows[(kind == NPCType.HOSTILE) & (ent.target[rows] < 0)]
+    if seeking.size:
+        dr, dc, _ = window_offsets(vision)
+        occ = tiles.occupancy[ent.row[seeking][:, None] + dr[1:], ent.col[seeking][:, None] + dc[1:]]
+        seen = occ >= 0
+        first = np.argmax(seen, axis=1)
+        found = seen[np.arange(seeking.size), first]
+        ent.target[seeking[found]] = occ[np.arange(seeking.size), first][found]
+    t = ent.target[rows]
+    hunting = t >= 0
+    ent.target_id[rows[hunting]] = ent.id[t[hunting]]
+
+    # Act: attack in reach, else chase; flee; else wander.
+    safe = np.where(hunting, t, 0)
+    dist = _chebyshev(ent, rows, safe)
+    style = ent.style[rows]
+    in_reach = hunting & (dist <= reaches(config)[style])
+    styles[rows[in_reach]] = style[in_reach]
+    targets[rows[in_reach]] = t[in_reach]
+
+    jitter = rng.random((rows.size, 4)) * 0.5
+    dest_r = ent.row[rows][:, None] + DELTAS[:4, 0]
+    dest_c = ent.col[rows][:, None] + DELTAS[:4, 1]
+    enterable = WALKABLE[tiles.material[dest_r, dest_c]] & (tiles.occupancy[dest_r, dest_c] < 0)
+
+    fleeing = ~hunting & (ent.flee_ticks[rows] > 0)
+    goal_r = np.where(hunting, ent.row[safe], ent.flee_row[rows])[:, None]
+    goal_c = np.where(hunting, ent.col[safe], ent.flee_col[rows])[:, None]
+    l1 = np.abs(dest_r - goal_r) + np.abs(dest_c - goal_c)
+    score = np.where(fleeing[:, None], -l1, l1) + jitter  # chasers minimise, fleers maximise distance
+    score = np.where((hunting & ~in_reach | fleeing)[:, None], score, jitter)  # wanderers: random
+    score = np.where(enterable, score, np.inf)
+    best = np.argmin(score, axis=1)
+    can_move = np.isfinite(score[np.arange(rows.size), best])
+    chosen = np.where(can_move & ~in_reach, best, Direction.STAY)
+    directions[rows] = chosen
+    ent.flee_ticks[rows[fleeing]] -= 1

@@ -1,0 +1,171 @@
+"""Spawning and removal: players on the edge ring, NPCs inside by danger, the dead taken away.
+
+Players: `reset` places PLAYER_N agents evenly around the spawn ring (the playable square's outer
+ring), starting at a random point; teams are contiguous blocks of slots, so teammates spawn side by
+side. With PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS free slots per tick get a new agent id on a
+random free ring tile; a slot keeps its team. NPCs: up to NPC_SPAWN_ATTEMPTS random tiles per tick
+until NPC_N exist (reset fills them at once); their kind and level follow the danger of the tile
+(0 at the playable edge, about 1 at the centre).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmmo.config import Config
+from nmmo.enums import NPCType, Skill
+from nmmo.state import NO_TICK, State
+from nmmo.systems.progression import xp_table
+from nmmo.world import WALKABLE, ring_tiles
+
+
+def spawn_ring(config: Config) -> np.ndarray:
+    low = config.MAP_BORDER
+    return ring_tiles(low, low + config.MAP_CENTER - 1)
+
+
+def _reset_row(state: State, rows: np.ndarray) -> None:
+    """Clear per-life columns of rows that are about to hold a new entity."""
+    ent = state.entities
+    ent.freeze_end[rows] = NO_TICK
+    ent.attacker_id[rows] = 0
+    ent.attacker_row[rows] = -1
+    ent.damage_taken[rows] = 0
+    ent.attack_style[rows] = -1
+    ent.attack_target_id[rows] = 0
+    ent.target[rows] = -1
+    ent.target_id[rows] = 0
+    ent.flee_ticks[rows] = 0
+    ent.player_kills[rows] = 0
+    ent.max_equipment[rows] = 0
+    ent.max_explore[rows] = 0
+    ent.armour[rows] = 0
+    ent.spawn_tick[rows] = state.tick
+
+
+def _place(state: State, rows: np.ndarray, tiles_rc: np.ndarray) -> None:
+    ent = state.entities
+    ent.row[rows], ent.col[rows] = tiles_rc[:, 0], tiles_rc[:, 1]
+    ent.spawn_row[rows], ent.spawn_col[rows] = tiles_rc[:, 0], tiles_rc[:, 1]
+    state.tiles.occupancy[tiles_rc[:, 0], tiles_rc[:, 1]] = rows
+    ent.alive[rows] = True
+
+
+def _init_players(state: State, config: Config, slots: np.ndarray) -> None:
+    ent = state.entities
+    _reset_row(state, slots)
+    ent.id[slots] = np.arange(state.next_player_id, state.next_player_id + slots.size)
+    state.next_player_id += slots.size
+    base = config.PROGRESSION_BASE_LEVEL if config.has("Progression") else 1
+    resource_base = config.PROGRESSION_RESOURCE_BASE_LEVEL if config.has("Progression") else 10
+    levels = np.full(len(Skill), base, dtype=np.int32)
+    levels[[Skill.CONSTITUTION, Skill.HUNTING, Skill.FISHING]] = resource_base
+    table = xp_table(config.PROGRESSION_LEVEL_MAX if config.has("Progression") else 99)
+    ent.level[slots] = levels
+    ent.xp[slots] = table[levels]
+    ent.health[slots] = resource_base
+    ent.food[slots] = resource_base
+    ent.water[slots] = resource_base
+    ent.team[slots] = slots // config.PLAYER_TEAM_SIZE
+    ent.npc_type[slots] = NPCType.PLAYER
+
+
+def spawn_initial_players(state: State, config: Config, rng: np.random.Generator) -> None:
+    ring = spawn_ring(config)
+    n = config.PLAYER_N
+    start = int(rng.integers(len(ring)))
+    index = (start + (np.arange(n) * len(ring)) // n) % len(ring)
+    slots = np.arange(n)
+    _place(state, slots, ring[index])
+    _init_players(state, config, slots)
+
+
+def respawn_players(state: State, config: Config, rng: np.random.Generator) -> np.ndarray:
+    """Fill free player slots (lowest first) on random free ring tiles; returns the slots filled."""
+    ent = state.entities
+    if not config.PLAYER_RESPAWN or config.PLAYER_SPAWN_ATTEMPTS == 0:
+        return np.zeros(0, dtype=np.int64)
+    free_slots = np.flatnonzero(~ent.alive[: ent.n_players])[: config.PLAYER_SPAWN_ATTEMPTS]
+    if free_slots.size == 0:
+        return free_slots
+    ring = spawn_ring(config)
+    open_tiles = ring[(state.tiles.occupancy[ring[:, 0], ring[:, 1]] < 0) & WALKABLE[
+        state.tiles.material[ring[:, 0], ring[:, 1]]]]
+    count = min(free_slots.size, len(open_tiles))
+    if count == 0:
+        return free_slots[:0]
+    chosen = open_tiles[rng.choice(len(open_tiles), size=count, replace=False)]
+    slots = free_slots[:count]
+    _place(state, slots, chosen)
+    _init_players(state, config, slots)
+    return slots
+
+
+def danger(config: Config, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """2 * (distance to the nearest playable edge) / MAP_CENTER: 0 at the edge, ~1 at the centre."""
+    low, high = config.MAP_BORDER, config.MAP_BORDER + config.MAP_CENTER - 1
+    edge = np.minimum(np.minimum(rows - low, high - rows), np.minimum(cols - low, high - cols))
+    return 2.0 * edge / config.MAP_CENTER
+
+
+def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts: int) -> np.ndarray:
+    """Try `attempts` random tiles; place NPCs on the walkable empty ones while slots are free."""
+    ent, tiles = state.entities, state.tiles
+    if not config.has("NPC") or attempts <= 0:
+        return np.zeros(0, dtype=np.int64)
+    free = ent.n_players + np.flatnonzero(~ent.alive[ent.n_players :])
+    if free.size == 0:
+        return free
+    low = config.MAP_BORDER
+    rc = rng.integers(low, low + config.MAP_CENTER, size=(attempts, 2))
+    ok = WALKABLE[tiles.material[rc[:, 0], rc[:, 1]]] & (tiles.occupancy[rc[:, 0], rc[:, 1]] < 0)
+    flat = rc[:, 0] * tiles.size + rc[:, 1]
+    _, first = np.unique(flat, return_index=True)
+    unique = np.zeros(attempts, dtype=bool)
+    unique[first] = True
+    rc = rc[ok & unique][: free.size]
+    rows = free[: len(rc)]
+    if rows.size == 0:
+        return rows
+    _place(state, rows, rc)
+    _reset_row(state, rows)
+    _init_npcs(state, config, rows, rng)
+    return rows
+
+
+def _init_npcs(state: State, config: Config, rows: np.ndarray, rng: np.random.Generator) -> None:
+    ent = state.entities
+    n = rows.size
+    ent.id[rows] = np.arange(state.next_npc_id, state.next_npc_id - n, -1)
+    state.next_npc_id -= n
+    d = danger(config, ent.row[rows], ent.col[rows])
+    kind = np.full(n, NPCType.PASSIVE, dtype=np.int8)
+    kind[d >= config.NPC_NEUTRAL_DANGER] = NPCType.NEUTRAL
+    kind[d >= config.NPC_HOSTILE_DANGER] = NPCType.HOSTILE
+    ent.npc_type[rows] = kind
+    low, high, spread = config.NPC_LEVEL_MIN, config.NPC_LEVEL_MAX, config.NPC_LEVEL_SPREAD
+    base = np.rint(d * (high - low) + low).astype(np.int32)
+    skills = [Skill.CONSTITUTION, Skill.DEFENSE, Skill.MELEE, Skill.RANGE, Skill.MAGE]
+    ent.level[rows] = 1
+    for skill in skills:
+        ent.level[rows, skill] = np.clip(base + rng.integers(-spread, spread + 1, size=n), low, high)
+    ent.xp[rows] = 0
+    ent.health[rows] = ent.level[rows, Skill.CONSTITUTION]
+    ent.food[rows] = 0
+    ent.water[rows] = 0
+    ent.team[rows] = -1
+    ent.style[rows] = rng.integers(0, 3, size=n)
+    defense = ent.level[rows, Skill.DEFENSE]
+    pieces = rng.normal(defense[:, None] + config.NPC_ARMOUR_OFFSET, config.NPC_ARMOUR_STD, size=(n, 2))
+    ent.armour[rows] = np.clip(np.rint(pieces), 0, defense[:, None]).astype(np.int32)
+
+
+def remove_dead(state: State) -> np.ndarray:
+    """Free the rows and tiles of entities with no health left; returns the removed rows."""
+    ent = state.entities
+    dead = np.flatnonzero(ent.alive & (ent.health <= 0))
+    if dead.size:
+        on_tile = state.tiles.occupancy[ent.row[dead], ent.col[dead]] == dead
+        state.tiles.occupancy[ent.row[dead][on_tile], ent.col[dead][on_tile]] = -1
+        ent.alive[dead] = False
+    return dead

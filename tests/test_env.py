@@ -1,0 +1,302 @@
+import hashlib
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pettingzoo.test import parallel_api_test
+
+import nmmo
+from nmmo import config
+from nmmo.enums import EntityAttr, Material, TileAttr
+from nmmo.world import WALKABLE
+
+
+class AllSmall(config.Small, config.Resource, config.Combat, config.Progression, config.NPC):
+    """Small map with every system on."""
+
+
+class TeamSmall(config.Small, config.Resource, config.Combat):
+    PLAYER_TEAM_SIZE = 4
+    COMBAT_FRIENDLY_FIRE = False
+
+
+def random_actions(env, obs, rng):
+    """Random valid actions from the masks (the way the benchmarks drive the env)."""
+    actions = {}
+    for agent, ob in obs.items():
+        if agent not in env.agents:
+            continue
+        masks = ob["ActionTargets"]
+        move = rng.choice(np.flatnonzero(masks["Move"]["Direction"]))
+        targets = np.flatnonzero(masks["Attack"]["Target"])
+        styles = np.flatnonzero(masks["Attack"]["Style"])
+        action = {"Move": {"Direction": int(move)}}
+        if styles.size and targets.size > 1:
+            action["Attack"] = {"Style": int(rng.choice(styles)), "Target": int(rng.choice(targets[:-1]))}
+        actions[agent] = action
+    return actions
+
+
+@pytest.mark.parametrize("conf", [config.Small, AllSmall, TeamSmall], ids=["Small", "AllSystems", "Teams"])
+def test_parallel_api(conf):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "no agents but not all possible agents finished" is expected
+        parallel_api_test(nmmo.Env(conf(), seed=0), num_cycles=200)
+
+
+def test_spaces_are_cached_objects_and_observations_fit_them():
+    env = nmmo.Env(AllSmall(), seed=3)
+    obs, _ = env.reset()
+    assert env.observation_space(1) is env.observation_space(2)
+    assert env.action_space(1) is env.action_space(1)
+    for ob in obs.values():
+        assert env.observation_space(1).contains(ob)
+    with pytest.raises(ValueError, match="not an agent id"):
+        env.observation_space(0)
+
+
+def _digest(env, obs) -> str:
+    h = hashlib.sha256()
+    ent = env.realm.state.entities
+    for array in (ent.alive, ent.id, ent.row, ent.col, ent.health, ent.food, ent.water, ent.level, ent.xp,
+                  ent.armour, env.realm.state.tiles.material, env.realm.state.tiles.occupancy):
+        h.update(array.tobytes())
+    for agent in sorted(obs):
+        h.update(obs[agent]["Entity"].tobytes())
+        h.update(obs[agent]["Tile"].tobytes())
+    return h.hexdigest()
+
+
+def _rollout(seed: int, ticks: int, conf=AllSmall) -> list[str]:
+    env = nmmo.Env(conf().set("HORIZON", ticks + 1), seed=seed)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(seed)
+    digests = [_digest(env, obs)]
+    for _ in range(ticks):
+        obs, *_ = env.step(random_actions(env, obs, rng))
+        digests.append(_digest(env, obs))
+    return digests
+
+
+def test_determinism_1000_ticks_same_seed_same_everything():
+    a, b = _rollout(7, 1000), _rollout(7, 1000)
+    assert a == b
+    assert _rollout(8, 5)[:5] != a[:5]
+
+
+def test_idle_agents_starve_on_their_14th_update():
+    class Foraging(config.Small, config.Resource):
+        pass
+
+    env = nmmo.Env(Foraging().set("PLAYER_RESPAWN", False), seed=0)
+    env.reset()
+    ent = env.realm.state.entities
+    # put every agent somewhere with no water and no forest in reach: the spawn ring is grass,
+    # so check only agents whose tile and neighbours have neither.
+    tiles = env.realm.state.tiles
+    deaths = {}
+    for tick in range(1, 20):
+        _, rewards, terms, _, infos = env.step({})
+        for agent, done in terms.items():
+            if done:
+                deaths[agent] = tick
+                assert rewards[agent] == -1.0
+                assert infos[agent]["episode"]["lifetime"] == tick
+    starving = [a for a, t in deaths.items() if t == 14]
+    assert starving, deaths
+    assert all(t >= 14 for t in deaths.values())
+    del ent, tiles
+
+
+def test_bad_actions():
+    env = nmmo.Env(AllSmall(), seed=0)
+    obs, _ = env.reset()
+    agent = env.agents[0]
+    with pytest.raises(ValueError, match="actions must be a dict"):
+        env.step([1, 2])
+    with pytest.raises(ValueError, match=rf"agent {agent}: unknown action key 'Jump'"):
+        env.step({agent: {"Jump": {}}})
+    with pytest.raises(ValueError, match=rf"agent {agent}: action\['Move'\]\['Direction'\] must be an integer"):
+        env.step({agent: {"Move": {"Direction": 1.0}}})
+    with pytest.raises(ValueError, match=r"must be an integer, got nan"):
+        env.step({agent: {"Move": {"Direction": float("nan")}}})
+    with pytest.raises(ValueError, match=r"must be an integer, got '1'"):
+        env.step({agent: {"Move": {"Direction": "1"}}})
+    with pytest.raises(ValueError, match=r"is missing 'Target'"):
+        env.step({agent: {"Attack": {"Style": 0}}})
+    with pytest.raises(ValueError, match=rf"agent {agent}: action must be a dict"):
+        env.step({agent: 3})
+    with pytest.raises(ValueError, match="action for unknown agent 9999"):
+        env.step({9999: {}})
+    tick = env.realm.state.tick
+    assert tick == 0  # none of the malformed calls advanced or changed the world
+
+    # out of range or masked sub-actions are dropped and reported; numpy scalars are fine
+    _, _, _, _, infos = env.step({agent: {"Move": {"Direction": np.int64(7)},
+                                          "Attack": {"Style": np.int8(0), "Target": 98}}})
+    problems = infos[agent]["invalid_actions"]
+    assert any("Move.Direction=7" in p for p in problems)
+    assert any("Target=98" in p for p in problems)
+    assert env.realm.state.tick == 1
+
+
+def test_dead_agents_actions_are_ignored():
+    env = nmmo.Env(TeamSmall().set("PLAYER_RESPAWN", False), seed=0)
+    env.reset()
+    ent = env.realm.state.entities
+    ent.health[0], ent.food[0], ent.water[0] = 1, 0, 0  # starves this tick
+    dead = int(env.realm.state.entities.id[0])
+    _, _, terms, _, _ = env.step({})
+    assert terms[dead]
+    env.step({dead: {"Move": {"Direction": 0}}})  # no error
+
+
+def test_observations_do_not_change_under_the_user():
+    env = nmmo.Env(AllSmall(), seed=1)
+    obs, _ = env.reset()
+    first = {a: (o["Entity"].copy(), o["Tile"].copy()) for a, o in obs.items()}
+    rng = np.random.default_rng(0)
+    env.step(random_actions(env, obs, rng))
+    for agent, (entity, tile) in first.items():
+        assert np.array_equal(obs[agent]["Entity"], entity) and np.array_equal(obs[agent]["Tile"], tile)
+
+
+def test_observation_content():
+    env = nmmo.Env(AllSmall(), seed=2)
+    obs, _ = env.reset()
+    ent = env.realm.state.entities
+    for agent, ob in obs.items():
+        view = env.realm.players[agent]
+        me = ob["Entity"][0]
+        assert me[EntityAttr.ID] == agent and me[EntityAttr.IS_SELF] == 1
+        assert (me[EntityAttr.ROW], me[EntityAttr.COL]) == view.pos
+        assert me[EntityAttr.HEALTH] == view.health == 10
+        centre = ob["Tile"][len(ob["Tile"]) // 2]
+        assert (centre[TileAttr.ROW], centre[TileAttr.COL]) == view.pos and centre[TileAttr.OCCUPIED] == 1
+        rows = ob["Entity"][:, EntityAttr.ID] != 0
+        dist = np.maximum(abs(ob["Entity"][rows, EntityAttr.ROW] - view.row),
+                          abs(ob["Entity"][rows, EntityAttr.COL] - view.col))
+        assert (np.diff(dist) >= 0).all() and dist.max() <= 7  # sorted by distance, within vision
+        seen = int(rows.sum())
+        truth = int(((np.maximum(abs(ent.row - view.row), abs(ent.col - view.col)) <= 7) & ent.alive).sum())
+        assert seen == min(truth, env.n_obs)
+
+
+def test_entity_rows_truncate_when_crowded():
+    env = nmmo.Env(config.Small().set("PLAYER_N_OBS", 3), seed=0)
+    obs, _ = env.reset()
+    assert all(o["Entity"].shape == (3, len(EntityAttr)) for o in obs.values())
+    assert any((o["Entity"][:, EntityAttr.ID] != 0).sum() == 3 for o in obs.values())
+
+
+def test_custom_reward_and_team_spirit():
+    class MyEnv(nmmo.Env):
+        def reward(self, agent_id):
+            return float(self.realm.players[agent_id].food) if agent_id in self.realm.players else -1.0
+
+    env = MyEnv(config.Small(), seed=0)
+    obs, _ = env.reset()
+    _, rewards, *_ = env.step({})
+    assert all(r == env.realm.players[a].food for a, r in rewards.items())
+
+    env = nmmo.Env(config.Small(), seed=0, reward_fn=lambda e, a: float(a))
+    env.reset()
+    _, rewards, *_ = env.step({})
+    assert rewards[5] == 5.0
+
+    # team spirit on a hand-built case: alpha * team mean + (1 - alpha) * own
+    got = nmmo.team_spirit(np.array([1.0, 0.0, -1.0, 4.0]), np.array([0, 0, 1, 1]), 0.5)
+    assert np.allclose(got, [0.5 * 0.5 + 0.5 * 1.0, 0.25, 0.5 * 1.5 - 0.5, 0.5 * 1.5 + 2.0])
+
+
+def test_episode_infos_and_log_hook_at_horizon():
+    env = nmmo.Env(config.Small().set("HORIZON", 5), seed=0, log_fn=lambda e, a: {"my_scalar": 1.5})
+    env.reset()
+    for _ in range(5):
+        _, _, terms, truncs, infos = env.step({})
+    assert all(truncs.values()) and not any(terms.values()) and env.agents == []
+    episode = next(iter(infos.values()))["episode"]
+    assert set(episode) >= {"lifetime", "player_kills", "equipment", "explore", "forage", "achievement",
+                            "my_scalar"}
+    assert episode["lifetime"] == 5 and episode["forage"] == 10.0
+
+
+def test_batched_api_matches_the_dict_api():
+    a, b = nmmo.Env(AllSmall(), seed=4), nmmo.Env(AllSmall(), seed=4)
+    obs_a, _ = a.reset()
+    b.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        actions = random_actions(a, obs_a, rng)
+        array = np.zeros((b.n_slots, 3), dtype=np.int64)
+        array[:, 0], array[:, 1], array[:, 2] = 4, -1, -1
+        for agent, action in actions.items():
+            slot = a._id_to_slot[agent]
+            array[slot, 0] = action["Move"]["Direction"]
+            if "Attack" in action:
+                array[slot, 1:] = action["Attack"]["Style"], action["Attack"]["Target"]
+        obs_a, rewards, terms, _, _ = a.step(actions)
+        batch = b.step_arrays(array)
+        for agent, ob in obs_a.items():
+            slot = int(np.flatnonzero(batch.agent_ids == agent)[0])
+            assert np.array_equal(ob["Entity"], batch.obs.entity[slot])
+            assert rewards[agent] == batch.rewards[slot] and terms[agent] == batch.terminated[slot]
+    with pytest.raises(ValueError, match="shape"):
+        b.step_arrays(np.zeros((3, 3), dtype=np.int64))
+
+
+def test_object_views_read_the_tables():
+    env = nmmo.Env(AllSmall(), seed=0)
+    env.reset()
+    player = env.realm.players[1]
+    env.realm.state.entities.food[player.slot] = 3
+    assert player.food == 3 and player.max_health == 10 and player.melee_level == 1
+    with pytest.raises(AttributeError):
+        player.food = 4
+    assert all(npc_id < 0 for npc_id in env.realm.npcs)
+    with pytest.raises(KeyError, match="no live entity"):
+        env.realm.players[12345]
+
+
+def check_invariants(env) -> None:
+    state = env.realm.state
+    ent, tiles = state.entities, state.tiles
+    alive = np.flatnonzero(ent.alive)
+    assert (ent.health[alive] >= 0).all() and (ent.health[alive] <= ent.max_health[alive]).all()
+    players = alive[alive < ent.n_players]
+    assert (ent.food[players] >= 0).all() and (ent.food[players] <= ent.food_capacity[players]).all()
+    assert (ent.water[players] >= 0).all() and (ent.water[players] <= ent.water_capacity[players]).all()
+    material = tiles.material[ent.row[alive], ent.col[alive]]
+    assert (WALKABLE[material] | (material == Material.LAVA)).all()
+    # occupancy grid and positions agree, one row per live entity, ids unique
+    occupied = np.flatnonzero(tiles.occupancy.ravel() >= 0)
+    rows = tiles.occupancy.ravel()[occupied]
+    assert len(set(rows.tolist())) == rows.size
+    assert set(rows.tolist()) == set(alive.tolist())
+    assert (ent.row[rows] * tiles.size + ent.col[rows] == occupied).all()
+    assert len(set(ent.id[alive].tolist())) == alive.size
+    assert set(env.agents) <= set(ent.id[players].tolist())
+
+
+action_strategy = st.fixed_dictionaries(
+    {},
+    optional={
+        "Move": st.fixed_dictionaries({"Direction": st.integers(-2, 6)}),
+        "Attack": st.fixed_dictionaries({"Style": st.integers(-1, 3), "Target": st.integers(-1, 102)}),
+    },
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**16), actions=st.lists(action_strategy, min_size=500, max_size=500))
+def test_invariants_hold_under_fuzzed_actions(seed, actions):
+    """20 examples x 500 ticks = 10k fuzzed steps; every agent gets a fuzzed (often invalid) action."""
+    env = nmmo.Env(AllSmall().set("HORIZON", 600), seed=seed)
+    env.reset()
+    for tick, action in enumerate(actions):
+        env.step({agent: action for agent in env.agents})
+        if tick % 25 == 0:
+            check_invariants(env)
+    check_invariants(env)
