@@ -57,3 +57,31 @@ def test_wheel_ships_the_canonical_configs(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site)},
                             capture_output=True, text=True, check=True)
     assert result.stdout.split()[0] == "1024" and str(site) in result.stdout
+
+
+def test_run_prints_the_metric_table(capsys):
+    assert main(["run", "--config", "Small", "--policy", "idle", "--ticks", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "lifetime" in out and "achievement" in out and "agent-steps/s" in out
+
+
+def test_run_loads_a_policy_from_a_file(tmp_path, capsys):
+    path = tmp_path / "mine.py"
+    path.write_text(
+        "class StayPut:\n"
+        "    def __init__(self, config):\n"
+        "        self.calls = 0\n"
+        "    def act(self, observations):\n"
+        "        return {agent: {'Move': {'Direction': 4}} for agent in observations}\n"
+    )
+    assert main(["run", "--config", "Small", "--policy", f"{path}:StayPut", "--ticks", "5"]) == 0
+    assert main(["run", "--config", "Small", "--policy", f"{path}:Missing", "--ticks", "5"]) == 2
+    assert "defines no 'Missing'" in capsys.readouterr().out
+
+
+def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NMMO_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["demo", "--config", "Small", "--ticks", "30", "--out", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "simulating" in out and "lifetime" in out
+    assert (tmp_path / "demo" / "demo_map.png").is_file()

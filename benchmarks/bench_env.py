@@ -1,0 +1,125 @@
+"""Env throughput, reset time and memory, driven like the reference nmmo 2.1.1 benchmark.
+
+Random valid moves drawn from the masks, observations built every step, all four systems on,
+agents immortal (constant load); only the time inside `env.step` (or `env.step_arrays`) counts.
+Each case runs in its own process so its peak RSS is its own.
+
+Usage:
+    python benchmarks/bench_env.py                 # medium + large, dict and batched APIs
+    python benchmarks/bench_env.py --reference     # also run nmmo 2.1.1 (../shared/reference) side by side
+    python benchmarks/bench_env.py --case medium --steps 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT.parent / "shared" / "reference"
+REFERENCE_PYTHON = Path(os.environ.get("NMMO_REF", "/tmp/nmmo_ref")) / "bin" / "python"
+CASES = {"medium": (128, 1000), "large": (1024, 150)}  # agents, default steps
+
+
+def make_config(case: str):
+    from nmmo import config
+
+    base = config.Large if case == "large" else config.Medium
+
+    class Bench(base, config.Resource, config.Combat, config.Progression, config.NPC):
+        """Benchmark config: the preset with all four systems."""
+
+    agents, _ = CASES[case]
+    return Bench().update({"PLAYER_N": agents, "IMMORTAL": True, "MAP_N": 1})
+
+
+def run_case(case: str, api: str, steps: int) -> dict:
+    """Run one case in this process and return its figures."""
+    import nmmo
+    from nmmo import world
+
+    conf = make_config(case)
+    world.get_map(conf, 0)  # make sure the map is cached: reset time is measured on a cached map
+    env = nmmo.Env(conf, seed=1)
+    start = time.perf_counter()
+    obs, _ = env.reset(seed=1)
+    reset_s = time.perf_counter() - start
+    rng = np.random.default_rng(0)
+    step_s, agent_steps = 0.0, 0
+    for _ in range(steps):
+        if api == "dict":
+            actions = {}
+            for agent, ob in obs.items():
+                valid = np.flatnonzero(ob["ActionTargets"]["Move"]["Direction"])
+                actions[agent] = {"Move": {"Direction": int(valid[rng.integers(len(valid))])}}
+            start = time.perf_counter()
+            obs, *_ = env.step(actions)
+            step_s += time.perf_counter() - start
+            agent_steps += len(obs)
+        else:
+            masks = env._obs.move_mask.astype(bool)  # last observation's move masks, one row per slot
+            scores = rng.random(masks.shape) * masks
+            actions = np.full((env.n_slots, 3), -1, dtype=np.int64)
+            actions[:, 0] = scores.argmax(axis=1)
+            start = time.perf_counter()
+            batch = env.step_arrays(actions)
+            step_s += time.perf_counter() - start
+            agent_steps += int(batch.alive.sum())
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"case": case, "api": api, "agents": len(env.agents), "steps": steps,
+            "agent_steps_per_s": agent_steps / step_s, "ms_per_step": 1e3 * step_s / steps,
+            "reset_s": reset_s, "rss_mb": rss_mb}
+
+
+def run_reference(case: str, steps: int) -> float | None:
+    """agent-steps/s of nmmo 2.1.1, or None when its venv is not built (setup-nmmo2.sh)."""
+    if not REFERENCE_PYTHON.exists():
+        return None
+    out = subprocess.run([str(REFERENCE_PYTHON), str(REFERENCE / "nmmo2_throughput.py"), case, str(steps)],
+                         cwd="/tmp", capture_output=True, text=True, check=True).stdout
+    return float(out.split("agent-steps/s")[-1].split()[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--case", choices=list(CASES), action="append", help="default: all cases")
+    parser.add_argument("--api", choices=["dict", "batched"], action="append", help="default: both")
+    parser.add_argument("--steps", type=int, default=None, help="steps per case (default per case)")
+    parser.add_argument("--reference", action="store_true", help="also measure nmmo 2.1.1 side by side")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_case(args.child[0], args.child[1], int(args.child[2]))))
+        return
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="nmmo env throughput (env.step only, random valid moves, immortal agents)")
+    for column in ("case", "api", "agents", "agent-steps/s", "ms/step", "reset s", "peak RSS MB", "nmmo 2.1.1",
+                   "ratio"):
+        table.add_column(column, justify="right")
+    for case in args.case or list(CASES):
+        steps = args.steps or CASES[case][1]
+        reference = run_reference(case, min(steps, 200)) if args.reference else None
+        for api in args.api or ["dict", "batched"]:
+            out = subprocess.run([sys.executable, __file__, "--child", case, api, str(steps)], capture_output=True,
+                                 text=True, check=True).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            table.add_row(case, api, str(r["agents"]), f"{r['agent_steps_per_s']:,.0f}", f"{r['ms_per_step']:.2f}",
+                          f"{r['reset_s']:.3f}", f"{r['rss_mb']:.0f}",
+                          "-" if reference is None else f"{reference:,.0f}",
+                          "-" if reference is None else f"{r['agent_steps_per_s'] / reference:.1f}x")
+    Console(width=150).print(table)
+
+
+if __name__ == "__main__":
+    main()

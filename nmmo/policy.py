@@ -1,0 +1,91 @@
+"""The policy interface, two built-in policies and policy spec strings.
+
+A policy is built as ``Policy(config)`` and implements ``act(observations) -> actions`` for all the
+agents it controls at once (so it can vectorize), plus an optional ``reset(seed)``. A spec string
+names one: ``random``, ``idle``, ``pkg.module:Class`` or ``path/to/file.py:Class`` (the scripted
+bots and checkpoints join with the evaluation and training issues).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from nmmo.config import Config
+
+
+class Policy(Protocol):
+    def __init__(self, config: Config) -> None: ...
+
+    def act(self, observations: dict[int, dict]) -> dict[int, dict]: ...
+
+
+class Random:
+    """Random valid actions drawn from the ActionTargets masks (a move, and an attack when any
+    target is valid)."""
+
+    def __init__(self, config: Config, seed: int | None = None) -> None:
+        self.config = config
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observations: dict[int, dict]) -> dict[int, dict]:
+        actions = {}
+        for agent, ob in observations.items():
+            masks = ob["ActionTargets"]
+            moves = np.flatnonzero(masks["Move"]["Direction"])
+            action: dict[str, Any] = {"Move": {"Direction": int(moves[self.rng.integers(len(moves))])}}
+            targets = np.flatnonzero(masks["Attack"]["Target"][:-1])
+            styles = np.flatnonzero(masks["Attack"]["Style"])
+            if targets.size and styles.size:
+                action["Attack"] = {"Style": int(styles[self.rng.integers(len(styles))]),
+                                    "Target": int(targets[self.rng.integers(len(targets))])}
+            actions[agent] = action
+        return actions
+
+
+class Idle:
+    """Does nothing (every agent stays): the baseline for starvation timing."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def act(self, observations: dict[int, dict]) -> dict[int, dict]:
+        return {}
+
+
+BUILTIN = {"random": Random, "idle": Idle}
+
+
+def load_policy_class(spec: str) -> type:
+    """Resolve a policy spec string to a class; errors say which part of the spec failed."""
+    if spec in BUILTIN:
+        return BUILTIN[spec]
+    if ":" not in spec:
+        raise ValueError(f"policy spec {spec!r} is not one of {sorted(BUILTIN)} and has no ':Class' part "
+                         "(use pkg.module:Class or path/to/file.py:Class)")
+    where, name = spec.rsplit(":", 1)
+    if where.endswith(".py"):
+        path = Path(where)
+        if not path.is_file():
+            raise ValueError(f"policy file {where!r} does not exist")
+        module_spec = importlib.util.spec_from_file_location(f"nmmo_policy_{path.stem}", path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as err:
+            raise ValueError(f"cannot import policy module {where!r}: {err}") from err
+    if not hasattr(module, name):
+        raise ValueError(f"{where!r} defines no {name!r}")
+    cls = getattr(module, name)
+    if not callable(getattr(cls, "act", None)):
+        raise ValueError(f"{spec!r} has no act(observations) method")
+    return cls
