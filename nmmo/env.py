@@ -171,14 +171,13 @@ class Env(ParallelEnv):
             raise RuntimeError("call reset() before step()")
         directions, styles, targets, invalid = self._parse_actions(actions)
         observers_before = self._live_slots()
-        ids_before = self.realm.state.entities.id[observers_before].copy()
         result = self._advance(directions, styles, targets)
-        return self._dict_outputs(observers_before, ids_before, result, invalid)
+        return self._dict_outputs(observers_before, result, invalid)
 
     def step_arrays(self, actions: np.ndarray) -> BatchStep:
         """Batched step: `actions` is (slots, 3) ints [direction, style, target index] per agent slot
         (rows of empty slots are ignored; -1 or the no-op index means no attack). Invalid entries
-        are dropped like invalid sub-actions. Returned arrays are fresh each step."""
+        are dropped like invalid sub-actions. Returned arrays never change while you hold them."""
         if self._obs is None:
             raise RuntimeError("call reset() before step_arrays()")
         actions = np.asarray(actions)
@@ -194,10 +193,11 @@ class Env(ParallelEnv):
         alive_before = ent.alive[: self.n_slots].copy()
         result = self._advance(directions, styles, targets)
         died = result.dead[result.dead < self.n_slots]
-        rewards = np.zeros(self.n_slots, dtype=np.float32)
         terminated = np.zeros(self.n_slots, dtype=bool)
         terminated[died] = True
-        rewards[died] = -1.0
+        rewarded = np.flatnonzero(alive_before | ent.alive[: self.n_slots])
+        rewards = np.zeros(self.n_slots, dtype=np.float32)
+        rewards[rewarded] = self._reward_values(rewarded, terminated[rewarded])
         truncated = np.zeros(self.n_slots, dtype=bool)
         if self.done:
             truncated[:] = alive_before & ~terminated
@@ -275,39 +275,38 @@ class Env(ParallelEnv):
             for agent, tile, entity, move, style, target in rows
         }
 
-    def _dict_outputs(self, observers_before, ids_before, result: TickResult, invalid: dict) -> tuple:
+    def _dict_outputs(self, observers_before, result: TickResult, invalid: dict) -> tuple:
         ent = self.realm.state.entities
         died = result.dead[result.dead < self.n_slots]
-        died_set = set(died.tolist())
-        new_slots = result.spawned
-        slots = np.concatenate([observers_before, new_slots[~np.isin(new_slots, observers_before)]])
+        slots = np.concatenate([observers_before, result.spawned])  # spawned slots were empty before
         obs = self._obs_dicts(slots)
-        dead_ids = set(ent.id[died].tolist())
+        ids = ent.id[slots].tolist()
+        is_dead = np.isin(slots, died)
+        values = self._reward_values(slots, is_dead)
+        rewards = dict(zip(ids, values.tolist(), strict=True))
+        terminations = dict(zip(ids, is_dead.tolist(), strict=True))
         truncate = self.done
-        rewards = self._rewards(slots, died_set)
-        terminations = {aid: aid in dead_ids for aid in obs}
-        truncations = {aid: truncate and aid not in dead_ids for aid in obs}
-        infos: dict[int, dict] = {aid: {} for aid in obs}
+        truncations = dict(zip(ids, (~is_dead & truncate).tolist(), strict=True))
+        infos: dict[int, dict] = {aid: {} for aid in ids}
         for aid, problems in invalid.items():
             if aid in infos:
                 infos[aid]["invalid_actions"] = problems
-        finished = died if not truncate else slots
+        finished = slots if truncate else died
         if finished.size:
             self._add_episode_infos(infos, finished)
-        del ids_before
         return obs, rewards, terminations, truncations, infos
 
-    def _rewards(self, slots: np.ndarray, died: set[int]) -> dict[int, float]:
+    def _reward_values(self, slots: np.ndarray, died: np.ndarray) -> np.ndarray:
+        """Rewards of the agents in `slots` this step (`died` marks those that died)."""
         ent = self.realm.state.entities
-        ids = ent.id[slots].tolist()
         if self._custom_reward:
-            values = np.array([self.reward(aid) for aid in ids], dtype=np.float64)
+            values = np.array([self.reward(aid) for aid in ent.id[slots].tolist()], dtype=np.float64)
         else:
-            values = np.array([-1.0 if s in died else 0.0 for s in slots.tolist()])
+            values = np.where(died, -1.0, 0.0)
         alpha = self.config.PLAYER_TEAM_SPIRIT
         if alpha > 0 and values.size:
             values = team_spirit(values, ent.team[slots], alpha)
-        return dict(zip(ids, values.tolist(), strict=True))
+        return values
 
     def reward(self, agent_id: int) -> float:
         """Reward of one agent this step: -1 if it died, else 0. Override for custom rewards (the

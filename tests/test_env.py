@@ -19,6 +19,7 @@ class AllSmall(config.Small, config.Resource, config.Combat, config.Progression,
 
 class TeamSmall(config.Small, config.Resource, config.Combat):
     PLAYER_TEAM_SIZE = 4
+    PLAYER_TEAM_SPIRIT = 0.5
     COMBAT_FRIENDLY_FIRE = False
 
 
@@ -223,12 +224,13 @@ def test_episode_infos_and_log_hook_at_horizon():
     assert episode["lifetime"] == 5 and episode["forage"] == 10.0
 
 
-def test_batched_api_matches_the_dict_api():
-    a, b = nmmo.Env(AllSmall(), seed=4), nmmo.Env(AllSmall(), seed=4)
+@pytest.mark.parametrize("conf", [AllSmall, TeamSmall], ids=["AllSystems", "TeamSpirit"])
+def test_batched_api_matches_the_dict_api(conf):
+    a, b = nmmo.Env(conf(), seed=4), nmmo.Env(conf(), seed=4)
     obs_a, _ = a.reset()
     b.reset()
     rng = np.random.default_rng(0)
-    for _ in range(30):
+    for _ in range(60):
         actions = random_actions(a, obs_a, rng)
         array = np.zeros((b.n_slots, 3), dtype=np.int64)
         array[:, 0], array[:, 1], array[:, 2] = 4, -1, -1
@@ -242,7 +244,7 @@ def test_batched_api_matches_the_dict_api():
         for agent, ob in obs_a.items():
             slot = int(np.flatnonzero(batch.agent_ids == agent)[0])
             assert np.array_equal(ob["Entity"], batch.obs.entity[slot])
-            assert rewards[agent] == batch.rewards[slot] and terms[agent] == batch.terminated[slot]
+            assert rewards[agent] == pytest.approx(batch.rewards[slot]) and terms[agent] == batch.terminated[slot]
     with pytest.raises(ValueError, match="shape"):
         b.step_arrays(np.zeros((3, 3), dtype=np.int64))
 
