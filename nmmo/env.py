@@ -172,7 +172,15 @@ class Env(ParallelEnv):
         directions, styles, targets, invalid = self._parse_actions(actions)
         observers_before = self._live_slots()
         result = self._advance(directions, styles, targets)
-        return self._dict_outputs(observers_before, result, invalid)
+        outputs = self._dict_outputs(observers_before, result, invalid)
+        none_spawned = np.zeros(0, dtype=np.int64)
+        while not self.agents and not self.done and self.config.PLAYER_RESPAWN and self.config.PLAYER_SPAWN_ATTEMPTS:
+            # Every agent died in the same tick. PettingZoo loops stop on an empty `agents`, so tick
+            # on (nobody to act) until the respawns arrive: `agents` is empty only at the end.
+            result = self._advance(*self._empty_actions())
+            for merged, extra in zip(outputs, self._dict_outputs(none_spawned, result, {}), strict=True):
+                merged.update(extra)
+        return outputs
 
     def step_arrays(self, actions: np.ndarray) -> BatchStep:
         """Batched step: `actions` is (slots, 3) ints [direction, style, target index] per agent slot

@@ -302,3 +302,17 @@ def test_invariants_hold_under_fuzzed_actions(seed, actions):
         if tick % 25 == 0:
             check_invariants(env)
     check_invariants(env)
+
+
+def test_agents_list_is_empty_only_at_the_end_even_if_everyone_dies_at_once():
+    class Foraging(config.Small, config.Resource):
+        pass
+
+    env = nmmo.Env(Foraging().set("HORIZON", 40), seed=0)
+    env.reset()
+    steps = 0
+    while env.agents:  # idle agents all starve on the same tick (14)
+        _, _, terms, truncs, _ = env.step({})
+        steps += 1
+    assert env.realm.state.tick == 40 and all(terms[a] or truncs[a] for a in terms) and any(truncs.values())
+    assert steps == 39  # one step covered two ticks: the mass death and the respawn tick after it
