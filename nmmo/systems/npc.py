@@ -4,8 +4,9 @@ Passive NPCs wander (a random empty walkable neighbour) and, when damaged, flee 
 for NPC_FLEE_TICKS ticks. Neutral NPCs wander but hunt whoever damaged them while that entity stays
 within NPC_VISION_RADIUS. Hostile NPCs keep a valid target, else take the nearest entity in vision
 (any kind), else wander. A hunter attacks with its fixed style when the target is within reach,
-otherwise steps toward it: the enterable neighbour that most reduces the distance (a depth-one
-search, random tie-breaks). NPCs never enter lava or water.
+otherwise steps toward it along a walkable path: a breadth-first search over the NPC's vision
+window (all chasing NPCs at once), falling back to the neighbour that most reduces the distance
+when no path exists inside the window. NPCs never enter lava or water.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def decide(state: State, config: Config, rng: np.random.Generator, directions, s
     goal_r = np.where(hunting, ent.row[safe], ent.flee_row[rows])[:, None]
     goal_c = np.where(hunting, ent.col[safe], ent.flee_col[rows])[:, None]
     l1 = np.abs(dest_r - goal_r) + np.abs(dest_c - goal_c)
+    chasing = hunting & ~in_reach
+    if chasing.any():
+        path = _path_steps(state, rows[chasing], t[chasing], vision)
+        l1[chasing] = np.where(np.isfinite(path), path, l1[chasing] + 4 * vision)  # no path: greedy, ranked last
     score = np.where(fleeing[:, None], -l1, l1) + jitter  # chasers minimise, fleers maximise distance
     score = np.where((hunting & ~in_reach | fleeing)[:, None], score, jitter)  # wanderers: random
     score = np.where(enterable, score, np.inf)
@@ -103,3 +108,32 @@ def decide(state: State, config: Config, rng: np.random.Generator, directions, s
     chosen = np.where(can_move & ~in_reach, best, Direction.STAY)
     directions[rows] = chosen
     ent.flee_ticks[rows[fleeing]] -= 1
+
+
+def _path_steps(state: State, rows: np.ndarray, targets: np.ndarray, radius: int) -> np.ndarray:
+    """Walking distance to each target from each of the 4 neighbours of each NPC, by BFS inside the
+    NPC's (2r+1)^2 window (inf where unreachable within it). Occupied tiles block, except the
+    NPC's own and the target's. One relaxation sweep per step, for all NPCs at once."""
+    ent, tiles = state.entities, state.tiles
+    side = 2 * radius + 1
+    dr, dc = np.divmod(np.arange(side * side), side)
+    wr = ent.row[rows][:, None] + dr - radius
+    wc = ent.col[rows][:, None] + dc - radius
+    occupant = tiles.occupancy[wr, wc]
+    passable = WALKABLE[tiles.material[wr, wc]] & (
+        (occupant < 0) | (occupant == rows[:, None]) | (occupant == targets[:, None]))
+    passable = passable.reshape(-1, side, side)
+    dist = np.full((rows.size, side + 2, side + 2), np.inf)  # padded by one ring of inf
+    at_target = ((wr == ent.row[targets][:, None]) & (wc == ent.col[targets][:, None])).reshape(-1, side, side)
+    inner = dist[:, 1:-1, 1:-1]
+    inner[at_target] = 0.0
+    for _ in range(side * side):
+        best = np.minimum(np.minimum(dist[:, :-2, 1:-1], dist[:, 2:, 1:-1]),
+                          np.minimum(dist[:, 1:-1, :-2], dist[:, 1:-1, 2:])) + 1.0
+        relaxed = np.where(passable & (best < inner), best, inner)
+        if np.array_equal(relaxed, inner):
+            break
+        inner[...] = relaxed
+    centre = radius + 1  # the NPC's cell in padded coordinates
+    neighbours = DELTAS[:4]
+    return dist[:, centre + neighbours[:, 0], centre + neighbours[:, 1]]
