@@ -245,7 +245,7 @@ class Env(ParallelEnv):
     def _observe(self, live: np.ndarray, died: np.ndarray) -> Observations:
         """Fresh observation buffers for live agents and for agents that died this tick (whose
         final observation shows them on their last tile)."""
-        out = self._builder.acquire()
+        out = self._builder.acquire(np.concatenate([live, died]))
         state = self.realm.state
         feats = self._builder.entity_features(state)
         self._builder.build(state, live, out, feats)

@@ -66,14 +66,15 @@ class ObservationBuilder:
         if not config.IMMORTAL:
             self.enterable[Material.LAVA] = True
 
-    def acquire(self) -> Observations:
+    def acquire(self, slots: np.ndarray) -> Observations:
         """A zeroed buffer set. Reuses a pooled one only when nothing outside the pool references it
         or any of its arrays (a user's per-agent views pin their buffer), clearing just the rows it
         wrote last time; otherwise allocates. So observations handed out never change under their
-        holder, and the steady state touches no fresh memory (page faults cost more than the work)."""
+        holder, and the steady state touches no fresh memory (page faults cost more than the work).
+        `slots` are the rows about to be rebuilt (their tiles need no clearing)."""
         for buffer in self._pool:
             if _refcounts(buffer) == self._free_refcounts:
-                self._clear(buffer)
+                self._clear(buffer, slots)
                 return buffer
         buffer = self.allocate()
         if len(self._pool) < 4:
@@ -82,14 +83,17 @@ class ObservationBuilder:
                 self._free_refcounts = _refcounts(buffer)
         return buffer
 
-    def _clear(self, buffer: Observations) -> None:
+    def _clear(self, buffer: Observations, rebuilt: np.ndarray) -> None:
+        """Zero what the last use wrote: the entity rows it filled, the masks (set sparsely by
+        `build`), and the tiles of slots that will not be rebuilt (rebuilt ones are overwritten)."""
         for slots, observers, ranks in buffer.written:
-            buffer.tile[slots] = 0
-            buffer.move_mask[slots] = 0
-            buffer.style_mask[slots] = 0
-            buffer.target_mask[slots] = 0
             buffer.entity[observers, ranks] = 0
             buffer.entity_rows[observers, ranks] = -1
+            stale = slots[~np.isin(slots, rebuilt)]
+            buffer.tile[stale] = 0
+            buffer.move_mask[stale] = 0
+        buffer.style_mask.fill(0)
+        buffer.target_mask.fill(0)
         buffer.written.clear()
 
     def allocate(self) -> Observations:
