@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from nmmo.config import Config
 from nmmo.enums import EntityAttr, Material, Skill, TileAttr
@@ -52,6 +53,7 @@ class ObservationBuilder:
         radius = config.PLAYER_VISION_RADIUS
         self.sorted_dr, self.sorted_dc, self.sorted_dist = window_offsets(radius)
         side = 2 * radius + 1
+        self.radius, self.side = radius, side
         rm_dr, rm_dc = np.divmod(np.arange(side * side), side)
         self.tile_dr = (rm_dr - radius).astype(np.int32)
         self.tile_dc = (rm_dc - radius).astype(np.int32)
@@ -140,14 +142,14 @@ class ObservationBuilder:
         if feats is None:
             feats = self.entity_features(state)
         rows, cols = ent.row[slots], ent.col[slots]
-        size = tiles.size
 
-        # Tiles, row-major crop, gathered with flat indices (one `take` per grid).
-        centre = rows.astype(np.int64) * size + cols
-        flat = centre[:, None] + (self.tile_dr.astype(np.int64) * size + self.tile_dc)
-        occ_rm = tiles.occupancy.ravel().take(flat)
-        tile = np.empty((slots.size, flat.shape[1], N_TILE_ATTRS), dtype=np.int16)
-        tile[:, :, TileAttr.MATERIAL] = tiles.material.ravel().take(flat)
+        # Tiles, row-major crop: indexing a sliding-window view copies whole window rows, about
+        # twice as fast as gathering single tiles with flat indices.
+        top, left = rows - self.radius, cols - self.radius
+        window = (self.side, self.side)
+        occ_rm = sliding_window_view(tiles.occupancy, window)[top, left].reshape(slots.size, -1)
+        tile = np.empty((slots.size, occ_rm.shape[1], N_TILE_ATTRS), dtype=np.int16)
+        tile[:, :, TileAttr.MATERIAL] = sliding_window_view(tiles.material, window)[top, left].reshape(slots.size, -1)
         tile[:, :, TileAttr.OCCUPIED] = occ_rm >= 0
         tile[:, :, TileAttr.ROW] = rows[:, None] + self.tile_dr
         tile[:, :, TileAttr.COL] = cols[:, None] + self.tile_dc

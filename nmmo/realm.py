@@ -40,7 +40,7 @@ class Realm:
 
     def reset(self, game_map: Map, rng: np.random.Generator) -> None:
         self.map = game_map
-        self.state = State(Entities(self.capacity, self.n_players), Tiles.from_map(game_map.material))
+        self.state = State(Entities(self.capacity, self.n_players), Tiles.from_map(game_map.material, self.capacity))
         self.state.map_seed = game_map.seed
         spawn.spawn_initial_players(self.state, self.config, rng)
         if self.config.has("NPC"):

@@ -130,7 +130,9 @@ class Tiles:
     depleted: np.ndarray  # flat indices of harvested forests waiting to regrow, in harvest order
 
     @classmethod
-    def from_map(cls, material: np.ndarray) -> Tiles:
+    def from_map(cls, material: np.ndarray, capacity: int = 2**15 - 1) -> Tiles:
+        """Tile tables for a map; occupancy is int16 when `capacity` entity rows fit (half the
+        memory traffic of the observation gathers), else int32."""
         water = material == Material.WATER
         near = np.zeros_like(water)
         near[1:] |= water[:-1]
@@ -140,7 +142,7 @@ class Tiles:
         return cls(
             material=material.copy(),
             base_material=material,
-            occupancy=np.full(material.shape, -1, dtype=np.int32),
+            occupancy=np.full(material.shape, -1, dtype=np.int16 if capacity < 2**15 - 1 else np.int32),
             water_adjacent=near,
             depleted=np.zeros(0, dtype=np.int64),
         )
