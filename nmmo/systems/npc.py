@@ -11,6 +11,8 @@ when no path exists inside the window. NPCs never enter lava or water.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from nmmo.config import Config
@@ -25,13 +27,17 @@ def _chebyshev(ent, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(np.abs(ent.row[a] - ent.row[b]), np.abs(ent.col[a] - ent.col[b]))
 
 
+@functools.lru_cache(maxsize=8)
 def window_offsets(radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dr, dc, chebyshev distance) of a (2r+1)^2 window, sorted by distance then row-major."""
     dr, dc = np.meshgrid(np.arange(-radius, radius + 1), np.arange(-radius, radius + 1), indexing="ij")
     dr, dc = dr.ravel(), dc.ravel()
     dist = np.maximum(np.abs(dr), np.abs(dc))
     order = np.argsort(dist, kind="stable")
-    return dr[order].astype(np.int32), dc[order].astype(np.int32), dist[order].astype(np.int32)
+    out = dr[order].astype(np.int32), dc[order].astype(np.int32), dist[order].astype(np.int32)
+    for array in out:
+        array.setflags(write=False)  # cached: shared by every caller
+    return out
 
 
 def decide(state: State, config: Config, rng: np.random.Generator, directions, styles, targets) -> None:
@@ -90,7 +96,8 @@ def decide(state: State, config: Config, rng: np.random.Generator, directions, s
     jitter = rng.random((rows.size, 4)) * 0.5
     dest_r = ent.row[rows][:, None] + DELTAS[:4, 0]
     dest_c = ent.col[rows][:, None] + DELTAS[:4, 1]
-    enterable = WALKABLE[tiles.material[dest_r, dest_c]] & (tiles.occupancy[dest_r, dest_c] < 0)
+    dest = dest_r.astype(np.int64) * tiles.size + dest_c
+    enterable = WALKABLE[tiles.material.ravel().take(dest)] & (tiles.occupancy.ravel().take(dest) < 0)
 
     fleeing = ~hunting & (ent.flee_ticks[rows] > 0)
     goal_r = np.where(hunting, ent.row[safe], ent.flee_row[rows])[:, None]
