@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pettingzoo.test import parallel_api_test
+from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import nmmo
 from nmmo import config
@@ -45,6 +45,11 @@ def test_parallel_api(conf):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "no agents but not all possible agents finished" is expected
         parallel_api_test(nmmo.Env(conf(), seed=0), num_cycles=200)
+
+
+@pytest.mark.parametrize("conf", [config.Small, AllSmall], ids=["Small", "AllSystems"])
+def test_pettingzoo_seed_test(conf):
+    parallel_seed_test(lambda: nmmo.Env(conf()), num_cycles=100)
 
 
 def test_spaces_are_cached_objects_and_observations_fit_them():
