@@ -44,6 +44,15 @@ def make_config(case: str):
     return Bench().update({"PLAYER_N": agents, "IMMORTAL": True, "MAP_N": 1})
 
 
+def random_moves(obs: dict, rng: np.random.Generator) -> dict:
+    """A random valid move per agent, drawn from its mask (the reference benchmark's action stream)."""
+    actions = {}
+    for agent, ob in obs.items():
+        valid = np.flatnonzero(ob["ActionTargets"]["Move"]["Direction"])
+        actions[agent] = {"Move": {"Direction": int(valid[rng.integers(len(valid))])}}
+    return actions
+
+
 def run_case(case: str, api: str, steps: int) -> dict:
     """Run one case in this process and return its figures."""
     import nmmo
@@ -59,10 +68,7 @@ def run_case(case: str, api: str, steps: int) -> dict:
     step_s, agent_steps, step_times = 0.0, 0, []
     for _ in range(steps):
         if api == "dict":
-            actions = {}
-            for agent, ob in obs.items():
-                valid = np.flatnonzero(ob["ActionTargets"]["Move"]["Direction"])
-                actions[agent] = {"Move": {"Direction": int(valid[rng.integers(len(valid))])}}
+            actions = random_moves(obs, rng)
             start = time.perf_counter()
             obs, *_ = env.step(actions)
             step_times.append(time.perf_counter() - start)

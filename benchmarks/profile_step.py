@@ -13,7 +13,7 @@ import collections
 import time
 
 import numpy as np
-from bench_env import CASES, make_config
+from bench_env import CASES, make_config, random_moves
 from rich.console import Console
 from rich.table import Table
 
@@ -57,10 +57,7 @@ def main() -> None:
     totals.clear()
     total = 0.0
     for _ in range(steps):
-        actions = {}
-        for agent, ob in obs.items():
-            valid = np.flatnonzero(ob["ActionTargets"]["Move"]["Direction"])
-            actions[agent] = {"Move": {"Direction": int(valid[rng.integers(len(valid))])}}
+        actions = random_moves(obs, rng)
         start = time.perf_counter()
         obs, *_ = env.step(actions)
         total += time.perf_counter() - start

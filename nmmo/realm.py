@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.enums import Direction, Skill
+from nmmo.enums import Skill
 from nmmo.state import Entities, State, Tiles
 from nmmo.systems import combat, movement, npc, resource, spawn
 from nmmo.world import Map
@@ -93,10 +93,10 @@ def _update_explore(ent: Entities) -> None:
 class EntityView:
     """Read-only view of one entity row; every attribute reads the tables at access time."""
 
-    __slots__ = ("_ent", "_row", "_tick")
+    __slots__ = ("_ent", "_row", "_state")
 
     def __init__(self, state: State, row: int) -> None:
-        self._ent, self._row, self._tick = state.entities, int(row), state
+        self._ent, self._row, self._state = state.entities, int(row), state
 
     def __repr__(self) -> str:
         return (f"<{'NPC' if self.is_npc else 'Player'} {self.id} at ({self.row}, {self.col}) "
@@ -115,7 +115,7 @@ class EntityView:
     water = property(lambda self: int(self._ent.water[self._row]))
     team = property(lambda self: int(self._ent.team[self._row]))
     npc_type = property(lambda self: int(self._ent.npc_type[self._row]))
-    frozen = property(lambda self: bool(self._ent.freeze_end[self._row] >= self._tick.tick))
+    frozen = property(lambda self: bool(self._ent.freeze_end[self._row] >= self._state.tick))
     armour = property(lambda self: tuple(int(a) for a in self._ent.armour[self._row]))
     equipment = property(lambda self: float(self._ent.armour[self._row].mean()))
     combat_level = property(lambda self: int(self._ent.combat_level(self._row)))
@@ -145,5 +145,3 @@ class _Views(Mapping):
     def __len__(self) -> int:
         return len(self._rows)
 
-
-NO_ACTION = Direction.STAY

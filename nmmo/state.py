@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nmmo.enums import Material, Skill
+from nmmo.enums import Skill
 
 NO_TICK = -1_000_000  # "never" for tick-valued columns
 N_SKILLS = len(Skill)
@@ -90,13 +90,6 @@ class Entities:
         self.max_explore = np.zeros(n, dtype=np.int32)
 
     @property
-    def is_npc(self) -> np.ndarray:
-        """Boolean per row: NPC slot (rows from n_players on)."""
-        out = np.zeros(self.capacity, dtype=bool)
-        out[self.n_players :] = True
-        return out
-
-    @property
     def max_health(self) -> np.ndarray:
         return self.level[:, Skill.CONSTITUTION]
 
@@ -133,17 +126,13 @@ class Tiles:
     def from_map(cls, material: np.ndarray, capacity: int = 2**15 - 1) -> Tiles:
         """Tile tables for a map; occupancy is int16 when `capacity` entity rows fit (half the
         memory traffic of the observation gathers), else int32."""
-        water = material == Material.WATER
-        near = np.zeros_like(water)
-        near[1:] |= water[:-1]
-        near[:-1] |= water[1:]
-        near[:, 1:] |= water[:, :-1]
-        near[:, :-1] |= water[:, 1:]
+        from nmmo.world import water_adjacent
+
         return cls(
             material=material.copy(),
             base_material=material,
             occupancy=np.full(material.shape, -1, dtype=np.int16 if capacity < 2**15 - 1 else np.int32),
-            water_adjacent=near,
+            water_adjacent=water_adjacent(material),
             depleted=np.zeros(0, dtype=np.int64),
         )
 

@@ -313,6 +313,17 @@ def bfs_distances(passable: np.ndarray, sources: np.ndarray) -> np.ndarray:
     return dist.reshape(height, width)
 
 
+def water_adjacent(material: np.ndarray) -> np.ndarray:
+    """Boolean grid: tiles with water among their 4 orthogonal neighbours (where agents drink)."""
+    water = material == Material.WATER
+    near = np.zeros_like(water)
+    near[1:] |= water[:-1]
+    near[:-1] |= water[1:]
+    near[:, 1:] |= water[:, :-1]
+    near[:, :-1] |= water[:, 1:]
+    return near
+
+
 def map_stats(game_map: Map) -> dict:
     """Material fractions, the walkable fraction reachable from the spawn band, and whether every
     spawn tile can walk to a forest and to a tile next to water."""
@@ -320,12 +331,7 @@ def map_stats(game_map: Map) -> dict:
     spawns = game_map.spawn_tiles()
     dist = bfs_distances(passable, spawns)
     reach = dist >= 0
-    water = game_map.material == Material.WATER
-    near_water = np.zeros_like(water)
-    near_water[1:, :] |= water[:-1, :]
-    near_water[:-1, :] |= water[1:, :]
-    near_water[:, 1:] |= water[:, :-1]
-    near_water[:, :-1] |= water[:, 1:]
+    near_water = water_adjacent(game_map.material)
     return {
         "seed": game_map.seed,
         "size": game_map.size,

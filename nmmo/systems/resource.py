@@ -17,7 +17,7 @@ from nmmo.systems.progression import add_xp
 
 def update(state: State, config: Config) -> None:
     """Apply one tick of the resource rules to every live entity."""
-    ent, tiles = state.entities, state.tiles
+    ent = state.entities
     players = np.flatnonzero(ent.alive[: ent.n_players])
     npcs = ent.n_players + np.flatnonzero(ent.alive[ent.n_players :])
     max_health = ent.max_health
@@ -28,7 +28,6 @@ def update(state: State, config: Config) -> None:
         _update_players(state, config, players)
     if npcs.size and config.has("NPC"):
         ent.health[npcs] = np.minimum(ent.health[npcs] + config.NPC_REGEN, max_health[npcs])
-    del tiles
 
 
 def _update_players(state: State, config: Config, players: np.ndarray) -> None:
