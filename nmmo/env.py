@@ -142,7 +142,11 @@ class Env(ParallelEnv):
 
     # -------------------------------------------------------------- reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Start an episode on a map drawn from the training pool with the env RNG."""
+        """Start an episode on a map drawn from the training pool with the env RNG.
+
+        `options` may name the map: ``{"map_seed": s}`` (any seed, e.g. a held-out evaluation map
+        from ``nmmo.world.map_seed(config, i, "eval")``). Other keys are ignored.
+        """
         if seed is None and self._np_random is None:
             seed = self._seed
         if seed is not None:
@@ -152,11 +156,15 @@ class Env(ParallelEnv):
         else:  # a fresh episode stream derived from the previous one: reproducible from the first seed
             self._np_random = np.random.default_rng(self._np_random.integers(2**63))
         rng = self._np_random
-        map_seed = int(rng.integers(self.config.MAP_N))
+        map_seed = int(rng.integers(self.config.MAP_N))  # drawn even when overridden: same RNG stream
+        if options and options.get("map_seed") is not None:
+            requested = options["map_seed"]
+            if not isinstance(requested, (int, np.integer)) or isinstance(requested, bool) or requested < 0:
+                raise ValueError(f"options['map_seed'] must be a non-negative int, got {requested!r}")
+            map_seed = int(requested)
         if map_seed not in self._map_cache:
             self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
         self.realm.reset(self._map_cache[map_seed], rng)
-        self._previous_died = np.zeros(0, dtype=np.int64)
         slots = self._live_slots()
         self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
         self._refresh_agents()

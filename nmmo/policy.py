@@ -2,8 +2,8 @@
 
 A policy is built as ``Policy(config)`` and implements ``act(observations) -> actions`` for all the
 agents it controls at once (so it can vectorize), plus an optional ``reset(seed)``. A spec string
-names one: ``random``, ``idle``, ``pkg.module:Class`` or ``path/to/file.py:Class`` (the scripted
-bots and checkpoints join with the evaluation and training issues).
+names one: ``random``, ``idle``, ``pkg.module:Class`` (the scripted bots are ``scripted:Forage``
+and friends) or ``path/to/file.py:Class``; checkpoints join with the training issue.
 """
 
 from __future__ import annotations

@@ -321,3 +321,16 @@ def test_agents_list_is_empty_only_at_the_end_even_if_everyone_dies_at_once():
         steps += 1
     assert env.realm.state.tick == 40 and all(terms[a] or truncs[a] for a in terms) and any(truncs.values())
     assert steps == 39  # one step covered two ticks: the mass death and the respawn tick after it
+
+
+def test_reset_can_name_the_map():
+    from nmmo import world
+
+    conf = config.Small()
+    held_out = world.map_seed(conf, 2, "eval")
+    env = nmmo.Env(conf, seed=0)
+    env.reset(options={"map_seed": held_out})
+    assert env.realm.map.seed == held_out
+    assert np.array_equal(env.realm.map.material, world.get_map(conf, held_out).material)
+    with pytest.raises(ValueError, match="map_seed"):
+        env.reset(options={"map_seed": -3})
