@@ -23,7 +23,7 @@ from nmmo.enums import MATERIAL_COLORS, Material
 from nmmo.noise import gradient_noise, normalize
 
 #: Bump when generation changes so cached maps of the old generator are never reused.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 #: The config keys that shape a map; a change in any of them changes the cache key.
 MAP_KEYS = (
@@ -89,14 +89,15 @@ def _octave_frequencies(config: Config) -> np.ndarray:
     count = int(np.clip(center // 8, 1, config.MAP_NOISE_OCTAVES_MAX))
     high = config.MAP_NOISE_FREQ_MAX
     low = min(high, max(config.MAP_NOISE_FREQ_MIN, 2.0 / center))
-    return np.geomspace(low, high, count)  # index 0 is the base (lowest-frequency) octave
+    return np.geomspace(low, high, count)  # low to high; the last (finest) is the base octave
 
 
 def _blended_noise(config: Config, rng: np.random.Generator) -> np.ndarray:
     """Noise over the playable square whose octave mixture varies in space.
 
     Near the centre a low-frequency mask chooses which octaves dominate (a Gaussian bump over octave
-    index); toward the edge the base octave takes over. Each map draws its own octave amplitudes and
+    index); toward the edge the finest (base) octave takes over, so the spawn band is dotted with
+    small lakes and groves within a few steps of every spawn. Each map draws its own octave amplitudes and
     bump width, so a pool of maps looks diverse.
     """
     center = config.MAP_CENTER
@@ -113,7 +114,7 @@ def _blended_noise(config: Config, rng: np.random.Generator) -> np.ndarray:
     weight_sq = np.zeros((center, center), dtype=np.float32)
     for k, freq in enumerate(freqs):
         local = amplitudes[k] * np.exp(-0.5 * ((mask - k) / width) ** 2)
-        weight = (1.0 - edge) * local + edge * (1.0 if k == 0 else 0.0)
+        weight = (1.0 - edge) * local + edge * (1.0 if k == count - 1 else 0.0)
         weight = weight.astype(np.float32) + np.float32(1e-3)
         total += weight * gradient_noise(center, center, float(freq), rng)
         weight_sq += weight * weight

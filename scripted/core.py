@@ -1,0 +1,200 @@
+"""Shared machinery of the scripted bots, vectorized over all the agents a policy controls.
+
+Bots see only what any submission sees: the observation dicts. `stack` turns them into arrays
+(agents x window x window); `walk_distances` is a breadth-first search from every agent over its
+visible window at once; `step_towards` turns chosen goal tiles into first moves along shortest
+paths; `step_away` picks the move that gets farthest from a threat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from nmmo.enums import Direction, EntityAttr, Material, TileAttr
+
+WALKABLE = np.zeros(len(Material), dtype=bool)
+WALKABLE[[Material.GRASS, Material.SCRUB, Material.FOREST]] = True
+UNREACHED = np.int16(-1)
+NOT_FOUND = 10**6  # distance reported when no goal tile is reachable
+# (drow, dcol) per direction N, S, E, W
+DIRECTION_DELTAS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])
+
+
+@dataclass
+class Batch:
+    """The observations of n agents as arrays; windows are (n, side, side), agent at the centre."""
+
+    ids: list[int]
+    material: np.ndarray
+    occupied: np.ndarray
+    rows: np.ndarray  # absolute row of each window tile
+    cols: np.ndarray
+    entity: np.ndarray  # (n, N_OBS, len(EntityAttr))
+    move_mask: np.ndarray  # (n, 5) bool
+    style_mask: np.ndarray  # (n, 3) bool
+    target_mask: np.ndarray  # (n, N_OBS + 1) bool
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def radius(self) -> int:
+        return self.material.shape[1] // 2
+
+    @property
+    def me(self) -> np.ndarray:
+        """Each agent's own Entity row (row 0)."""
+        return self.entity[:, 0]
+
+
+def stack(observations: dict[int, dict]) -> Batch:
+    """Stack per-agent observation dicts into arrays (one Python pass, then numpy)."""
+    ids = list(observations)
+    obs = list(observations.values())
+    tiles = np.stack([o["Tile"] for o in obs])
+    side = int(round(np.sqrt(tiles.shape[1])))
+    tiles = tiles.reshape(len(obs), side, side, -1)
+    return Batch(
+        ids=ids,
+        material=tiles[..., TileAttr.MATERIAL],
+        occupied=tiles[..., TileAttr.OCCUPIED].astype(bool),
+        rows=tiles[..., TileAttr.ROW],
+        cols=tiles[..., TileAttr.COL],
+        entity=np.stack([o["Entity"] for o in obs]),
+        move_mask=np.stack([o["ActionTargets"]["Move"]["Direction"] for o in obs]).astype(bool),
+        style_mask=np.stack([o["ActionTargets"]["Attack"]["Style"] for o in obs]).astype(bool),
+        target_mask=np.stack([o["ActionTargets"]["Attack"]["Target"] for o in obs]).astype(bool),
+    )
+
+
+def passable(batch: Batch) -> np.ndarray:
+    """Tiles an agent may plan a path through: walkable and empty (its own tile included)."""
+    free = WALKABLE[batch.material] & ~batch.occupied
+    r = batch.radius
+    free[:, r, r] = True
+    return free
+
+
+def walk_distances(free: np.ndarray, max_steps: int | None = None) -> np.ndarray:
+    """Steps from the centre of each window to every tile through `free` tiles (-1: unreached).
+
+    Frontier BFS on boolean windows, all agents at once: each iteration grows every frontier by
+    one step. Buffers are padded by one tile so the four shifts are plain slices, and a tile's
+    distance is counted as the number of iterations it stayed unseen (no masked writes).
+    """
+    n, side, _ = free.shape
+    r = side // 2
+    open_ = np.zeros((n, side + 2, side + 2), dtype=bool)
+    open_[:, 1:-1, 1:-1] = free
+    seen = np.zeros_like(open_)
+    seen[:, r + 1, r + 1] = True
+    frontier = seen.copy()
+    grown = np.empty_like(open_)
+    count = np.zeros((n, side + 2, side + 2), dtype=np.int16)
+    limit = max_steps if max_steps is not None else side * side
+    for _ in range(limit):
+        grown[:] = False
+        np.logical_or(grown[:, 1:], frontier[:, :-1], out=grown[:, 1:])
+        np.logical_or(grown[:, :-1], frontier[:, 1:], out=grown[:, :-1])
+        np.logical_or(grown[:, :, 1:], frontier[:, :, :-1], out=grown[:, :, 1:])
+        np.logical_or(grown[:, :, :-1], frontier[:, :, 1:], out=grown[:, :, :-1])
+        np.logical_and(grown, open_, out=frontier)
+        np.logical_and(frontier, ~seen, out=frontier)
+        if not frontier.any():
+            break
+        seen |= frontier
+        count += ~seen  # still unseen after this step: one more step away
+    dist = np.where(seen, count + seen, UNREACHED)[:, 1:-1, 1:-1].astype(np.int16)
+    dist[:, r, r] = 0
+    return dist
+
+
+def nearest(dist: np.ndarray, goal: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per agent, the flat index of the nearest reachable goal tile (random among ties) and its
+    distance; distance is a large number where no goal is reachable."""
+    n = dist.shape[0]
+    reach = (dist >= 0) & goal
+    score = np.where(reach, dist.astype(np.float32), np.float32(1e6)).reshape(n, -1)
+    score = score + rng.random(score.shape, dtype=np.float32) * 0.5
+    best = np.argmin(score, axis=1)
+    found = reach.reshape(n, -1)[np.arange(n), best]
+    best_dist = np.where(found, dist.reshape(n, -1)[np.arange(n), best].astype(np.int64), NOT_FOUND)
+    return best, best_dist
+
+
+def step_towards(dist: np.ndarray, goal_flat: np.ndarray, has_goal: np.ndarray) -> np.ndarray:
+    """First move along a shortest path from the centre to each agent's goal tile (STAY where
+    there is no goal or the goal is the centre). Backtracks from the goals, all agents at once."""
+    n, side, _ = dist.shape
+    r = side // 2
+    moves = np.full(n, Direction.STAY, dtype=np.int64)
+    gr, gc = np.divmod(goal_flat, side)
+    d = dist[np.arange(n), gr, gc].astype(np.int64)
+    active = has_goal & (d > 0)
+    cur_r, cur_c = gr.copy(), gc.copy()
+    idx = np.arange(n)
+    padded = np.full((n, side + 2, side + 2), UNREACHED, dtype=np.int16)
+    padded[:, 1:-1, 1:-1] = dist
+    while True:
+        walking = active & (d > 1)
+        if not walking.any():
+            break
+        # step to a neighbour one closer to the centre (first such direction)
+        nb_r = cur_r[:, None] + 1 + DIRECTION_DELTAS[:, 0]
+        nb = padded[idx[:, None], nb_r, cur_c[:, None] + 1 + DIRECTION_DELTAS[:, 1]]
+        choice = np.argmax(nb == (d - 1)[:, None], axis=1)
+        cur_r = np.where(walking, cur_r + DIRECTION_DELTAS[choice, 0], cur_r)
+        cur_c = np.where(walking, cur_c + DIRECTION_DELTAS[choice, 1], cur_c)
+        d = np.where(walking, d - 1, d)
+    dr, dc = cur_r - r, cur_c - r
+    for direction, (ddr, ddc) in enumerate(DIRECTION_DELTAS):
+        moves[active & (dr == ddr) & (dc == ddc)] = direction
+    return moves
+
+
+def step_away(batch: Batch, from_row: np.ndarray, from_col: np.ndarray, allowed: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+    """The allowed move (or stay) that ends farthest (L1) from a threat at absolute (row, col)."""
+    me = batch.me
+    r, c = me[:, EntityAttr.ROW], me[:, EntityAttr.COL]
+    options = np.concatenate([DIRECTION_DELTAS, [[0, 0]]])
+    nr = r[:, None] + options[:, 0]
+    nc = c[:, None] + options[:, 1]
+    gap = np.abs(nr - from_row[:, None]) + np.abs(nc - from_col[:, None]) + rng.random((batch.n, 5)) * 0.1
+    gap = np.where(allowed, gap, -np.inf)
+    return np.argmax(gap, axis=1)
+
+
+def safe_moves(batch: Batch) -> np.ndarray:
+    """(n, 5) moves that are legal and do not enter lava (stay is always safe)."""
+    r = batch.radius
+    neighbour = batch.material[:, r + DIRECTION_DELTAS[:, 0], r + DIRECTION_DELTAS[:, 1]]
+    safe = batch.move_mask.copy()
+    safe[:, :4] &= neighbour != Material.LAVA
+    safe[:, Direction.STAY] = True
+    return safe
+
+
+def random_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One random True column per row of a boolean matrix (every row must have one)."""
+    return np.argmax(rng.random(mask.shape) * mask, axis=1)
+
+
+def to_actions(batch: Batch, moves: np.ndarray, styles: np.ndarray | None = None,
+               targets: np.ndarray | None = None) -> dict[int, dict]:
+    """Action dicts from per-agent arrays (target -1: no attack). A move the mask forbids (the
+    agent is frozen, or the tile just filled) becomes "stay"."""
+    allowed = batch.move_mask[np.arange(batch.n), moves]
+    moves = np.where(allowed, moves, Direction.STAY).tolist()
+    if styles is None:
+        return {aid: {"Move": {"Direction": m}} for aid, m in zip(batch.ids, moves, strict=True)}
+    actions = {}
+    for aid, m, s, t in zip(batch.ids, moves, styles.tolist(), targets.tolist(), strict=True):
+        action = {"Move": {"Direction": m}}
+        if t >= 0:
+            action["Attack"] = {"Style": s, "Target": t}
+        actions[aid] = action
+    return actions
