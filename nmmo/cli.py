@@ -147,10 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_engine_commands(sub: argparse._SubParsersAction) -> None:
-    """Commands that drive the engine (`run`, `demo`) live in nmmo.runner."""
+    """Commands that drive the engine (`run`, `demo`) live in nmmo.runner; `eval` and `tournament`
+    in evaluation.cli."""
+    from evaluation import cli as evaluation_cli
     from nmmo import runner
 
     runner.add_commands(sub)
+    evaluation_cli.add_commands(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -152,6 +152,8 @@ class Combat(Forage):
     health_edge = 3
 
     def decide(self, batch: Batch) -> dict[int, dict]:
+        if not self.config.has("Combat"):  # nothing to fight with: forage
+            return super().decide(batch)
         moves = self.forage_moves(batch)
         ent, me = batch.entity, batch.me
         n_obs = ent.shape[1]

@@ -171,3 +171,10 @@ def test_bots_drive_a_real_env_through_the_public_api(bot):
         invalid += sum("invalid_actions" in info for info in infos.values())
     assert invalid == 0  # every action a bot sends is valid under the masks
     assert stack(obs).n == len(obs)
+
+
+def test_combat_forages_when_the_config_has_no_combat():
+    conf = nmmo.config.Small()  # no game systems
+    weak = {"ID": -3, "ROW": 80, "COL": 81, "NPC_TYPE": NPCType.PASSIVE, "COMBAT_LEVEL": 1, "HEALTH": 3}
+    action = scripted.Combat(conf, seed=0).act({1: make_obs(grass(), others=[weak])})[1]
+    assert "Attack" not in action

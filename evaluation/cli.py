@@ -1,0 +1,149 @@
+"""`nmmo eval` (self-contained metric table) and `nmmo tournament` (TrueSkill leaderboard)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from evaluation.metrics import LABELS, METRICS
+
+
+def _console() -> Console:
+    """A console for this command's output: the terminal's width, or wide enough for the
+    leaderboard when the output goes to a file or pipe (where rich would assume 80 columns)."""
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def metric_table(results: dict[str, Any]) -> Table:
+    """Mean, std and count of every metric for each policy of a result (pooled over episodes)."""
+    settings = results["settings"]
+    table = Table(title=f"{', '.join(results['policies'])} on {results['config']['name']}: {settings['episodes']} "
+                        f"episode(s) of {settings['ticks']} ticks on held-out maps")
+    table.add_column("policy")
+    table.add_column("metric")
+    for name in ("mean", "std", "lifetimes"):
+        table.add_column(name, justify="right")
+    for policy in results["policies"]:
+        for name in METRICS:
+            cell = results["metrics"][policy][name]
+            table.add_row(escape(policy), LABELS[name], _fmt(cell["mean"]), _fmt(cell["std"]), str(cell["count"]))
+    return table
+
+
+def fault_text(record: dict[str, Any]) -> str:
+    """A compact fault summary for one policy ('-' when it never faulted)."""
+    from evaluation.submission import Faults
+
+    text = Faults.from_dict(record).summary()
+    return "-" if text == "none" else text
+
+
+def leaderboard_table(results: dict[str, Any]) -> Table:
+    """Final leaderboard: SR with its 95 % interval, mu, sigma, each metric's mean and the faults."""
+    settings = results["settings"]
+    table = Table(title=f"Leaderboard: {settings['episodes']} episode(s) of {settings['ticks']} ticks on "
+                        f"{results['config']['name']}, ranked by {settings['metric']}; SR 1500 = {settings['anchor']}")
+    for name in ("#", "policy", "SR", "95% CI", "mu", "sigma"):
+        table.add_column(name, justify="left" if name == "policy" else "right")
+    for name in METRICS:
+        table.add_column(LABELS[name], justify="right")
+    table.add_column("faults")
+    for row in results["leaderboard"]:
+        interval = f"{row['ci_low']:.0f} .. {row['ci_high']:.0f}"
+        table.add_row(str(row["rank"]), escape(row["policy"]), f"{row['sr']:.0f}", interval, f"{row['mu']:.2f}",
+                      f"{row['sigma']:.2f}", *(_fmt(row["metrics"][m]) for m in METRICS),
+                      fault_text(results["faults"][row["policy"]]))
+    return table
+
+
+def history_table(results: dict[str, Any]) -> Table:
+    """SR of every policy after each episode (and that episode's ranking), to show convergence."""
+    policies = [row["policy"] for row in results["leaderboard"]]
+    table = Table(title="SR after each episode (rank in that episode)")
+    table.add_column("episode", justify="right")
+    table.add_column("map seed", justify="right")
+    for policy in policies:
+        table.add_column(escape(policy), justify="right")
+    for entry in results["episodes"]:
+        table.add_row(str(entry["index"]), str(entry["map_seed"]),
+                      *(f"{entry['sr'][p]:.0f} ({entry['ranks'][p] + 1})" for p in policies))
+    return table
+
+
+def _saved(console: Console, paths: dict[str, Path]) -> None:
+    console.print("results: " + ", ".join(str(p) for p in paths.values()), highlight=False)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from evaluation.results import save_results
+    from evaluation.tournament import evaluate
+
+    results = evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
+                       workers=args.workers, time_budget=args.time_budget, progress=not args.quiet)
+    console = _console()
+    console.print(metric_table(results))
+    faults = results["faults"][args.policy]
+    if any(faults[k] for k in ("exception", "timeout", "malformed")):
+        console.print(f"faults: {fault_text(faults)}", highlight=False)
+        for message in faults["messages"]:
+            console.print(f"  {escape(message)}", highlight=False)
+    if args.out is not None:
+        _saved(console, save_results(results, args.out))
+    return 0
+
+
+def _cmd_tournament(args: argparse.Namespace) -> int:
+    from evaluation.results import save_results
+    from evaluation.tournament import run_tournament
+
+    results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
+                             workers=args.workers, time_budget=args.time_budget, metric=args.metric,
+                             break_ties=not args.draws, progress=not args.quiet)
+    console = _console()
+    console.print(history_table(results))
+    console.print(leaderboard_table(results))
+    for policy, record in results["faults"].items():
+        for message in record["messages"]:
+            console.print(f"[yellow]{escape(policy)}[/]: {escape(message)}", highlight=False)
+    if args.out is not None:
+        _saved(console, save_results(results, args.out))
+    return 0
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Add `eval` and `tournament` to the `nmmo` command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
+    common.add_argument("--seed", type=int, default=0, help="run seed (episode seeds derive from it)")
+    common.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
+    common.add_argument("--time-budget", type=float, default=1.0, help="seconds per tick for each submission")
+    common.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    ev = subparsers.add_parser("eval", parents=[common], help="one policy controls every agent: its metric table")
+    ev.add_argument("--policy", required=True, help="random, idle, scripted:Forage, pkg.module:Class or file.py:Class")
+    ev.add_argument("--ticks", type=int, default=None, help="ticks per episode (default: the config's HORIZON)")
+    ev.add_argument("--episodes", type=int, default=4, help="episodes, episode i on held-out map i")
+    ev.add_argument("--out", type=Path, default=Path("out/eval"), help="directory for results.json and CSVs")
+    ev.set_defaults(func=_cmd_eval)
+
+    tour = subparsers.add_parser("tournament", parents=[common],
+                                 help="policies share one world; TrueSkill SR leaderboard (anchor: scripted:Combat)")
+    tour.add_argument("--policies", nargs="+", required=True,
+                      help="policy specs; scripted:Combat is added when missing")
+    tour.add_argument("--episodes", type=int, default=16, help="episodes, episode i on held-out map i")
+    tour.add_argument("--ticks", type=int, default=256, help="ticks per episode")
+    tour.add_argument("--metric", choices=METRICS, default="achievement", help="what ranks policies in an episode")
+    tour.add_argument("--draws", action="store_true",
+                      help="equal scores are draws (default: a per-episode order drawn from the seed breaks ties)")
+    tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
+    tour.set_defaults(func=_cmd_tournament)

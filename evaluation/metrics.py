@@ -1,0 +1,114 @@
+"""Per-lifetime metrics grouped by policy: mean, std and count of the paper's Table 1 metrics.
+
+A lifetime is one agent's metrics dict as the engine reports it in ``infos[agent]["episode"]``
+(keys ``lifetime``, ``achievement``, ``player_kills``, ``equipment``, ``explore``, ``forage``).
+Aggregation works on a float matrix with one row per lifetime and one column per metric, so
+grouping by policy is a handful of `np.bincount` calls whatever the number of agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+#: The engine's metric keys, in table order (achievement second: it is the competition metric).
+METRICS: tuple[str, ...] = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
+#: Display names (the paper's Table 1 headings).
+LABELS: dict[str, str] = {
+    "lifetime": "Lifetime",
+    "achievement": "Achievement",
+    "player_kills": "Player Kills",
+    "equipment": "Equipment",
+    "explore": "Explore",
+    "forage": "Forage",
+}
+
+
+def check_metric(name: str) -> str:
+    """Return `name` if it is a metric key; a ValueError lists the choices (it comes from user input)."""
+    if name not in METRICS:
+        raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}")
+    return name
+
+
+def lifetime_matrix(lifetimes: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """Stack lifetime dicts into an (n, len(METRICS)) float matrix; extra keys (from `log_fn`) are
+    ignored so custom logging never breaks aggregation."""
+    if not lifetimes:
+        return np.zeros((0, len(METRICS)))
+    return np.array([[life[name] for name in METRICS] for life in lifetimes], dtype=np.float64)
+
+
+def _stats(count: float, total: float, squares: float) -> dict[str, float | int | None]:
+    """Mean and population std from running sums; None when there is nothing to average (JSON-safe)."""
+    if count == 0:
+        return {"mean": None, "std": None, "count": 0}
+    mean = total / count
+    variance = max(squares / count - mean * mean, 0.0)  # clamp rounding below zero
+    return {"mean": float(mean), "std": float(np.sqrt(variance)), "count": int(count)}
+
+
+def aggregate(values: np.ndarray | Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+    """{metric: {"mean", "std", "count"}} over lifetimes (a matrix or a list of lifetime dicts)."""
+    matrix = values if isinstance(values, np.ndarray) else lifetime_matrix(values)
+    owners = np.zeros(len(matrix), dtype=np.int64)
+    return aggregate_by_policy(matrix, owners, ["all"])["all"]
+
+
+def aggregate_by_policy(matrix: np.ndarray, owners: np.ndarray,
+                        policies: Sequence[str]) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """{policy: {metric: {"mean", "std", "count"}}}, where row i of `matrix` is a lifetime of
+    policy ``policies[owners[i]]``; a policy without lifetimes gets count 0 and None stats."""
+    matrix = np.asarray(matrix, dtype=np.float64).reshape(-1, len(METRICS))
+    owners = np.asarray(owners, dtype=np.int64)
+    n = len(policies)
+    counts = np.bincount(owners, minlength=n)[:n]
+    # one bincount per column: sums and sums of squares for every (policy, metric) pair at once
+    sums = np.stack([np.bincount(owners, weights=matrix[:, j], minlength=n)[:n] for j in range(len(METRICS))], 1)
+    squares = np.stack([np.bincount(owners, weights=matrix[:, j] ** 2, minlength=n)[:n]
+                        for j in range(len(METRICS))], 1)
+    return {
+        policy: {name: _stats(counts[p], sums[p, j], squares[p, j]) for j, name in enumerate(METRICS)}
+        for p, policy in enumerate(policies)
+    }
+
+
+def policy_means(matrix: np.ndarray, owners: np.ndarray, n_policies: int, metric: str) -> list[float | None]:
+    """Mean of one metric per policy (None for a policy without lifetimes): the episode score."""
+    column = np.asarray(matrix, dtype=np.float64).reshape(-1, len(METRICS))[:, METRICS.index(check_metric(metric))]
+    owners = np.asarray(owners, dtype=np.int64)
+    counts = np.bincount(owners, minlength=n_policies)[:n_policies]
+    sums = np.bincount(owners, weights=column, minlength=n_policies)[:n_policies]
+    return [float(s / c) if c else None for s, c in zip(sums.tolist(), counts.tolist(), strict=True)]
+
+
+def lifetimes_from_infos(infos: Mapping[int, Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Lifetimes the engine reported in one step's infos: agents that died, and at the horizon
+    every agent still alive (truncated)."""
+    return {agent: info["episode"] for agent, info in infos.items() if "episode" in info}
+
+
+def alive_lifetimes(env: Any) -> dict[int, dict[str, Any]]:
+    """Lifetimes of the agents still alive, as if the episode ended now: for runs stopped before
+    the horizon, where the engine has not reported them yet."""
+    from nmmo.metrics import lifetime_metrics
+
+    state = env.realm.state
+    rows = np.flatnonzero(state.entities.alive[: env.n_slots])
+    values = lifetime_metrics(state, rows)
+    ids = state.entities.id[rows].tolist()
+    columns = {name: values[name].tolist() for name in METRICS}
+    return {agent: {name: columns[name][i] for name in METRICS} for i, agent in enumerate(ids)}
+
+
+def collect_lifetimes(env: Any, step_infos: Sequence[Mapping[int, Mapping[str, Any]]]) -> dict[int, dict[str, Any]]:
+    """Every lifetime of an episode: those reported in the infos of each step, plus the agents
+    alive at the end (already in the last infos when the horizon truncated them)."""
+    found: dict[int, dict[str, Any]] = {}
+    for infos in step_infos:
+        found.update(lifetimes_from_infos(infos))
+    if not env.done:
+        found.update({agent: life for agent, life in alive_lifetimes(env).items() if agent not in found})
+    return found

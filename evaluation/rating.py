@@ -1,0 +1,98 @@
+"""TrueSkill ratings from per-episode rankings, reported as SR anchored on Scripted Combat.
+
+Each episode is a free-for-all of single-player teams, one per policy, ranked by score. The
+`trueskill` library (defaults: mu 25, sigma 25/3, beta 25/6, tau 25/300, 10 % draws) updates the
+ratings. SR = 1500 + k (mu - mu_anchor) with k = 100 / (1.645 sqrt(2) beta): two well-estimated
+policies 100 SR apart have a 95 % win probability, since P(win) = Phi(dmu / (sqrt(2) beta)) when
+sigma is negligible and Phi(1.645) = 0.95. The 95 % interval is SR +- 1.96 k sigma.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import trueskill
+
+#: TrueSkill performance noise; the library default (sigma0 / 2 = 25 / 6), stated explicitly.
+BETA = 25.0 / 6.0
+SR_ANCHOR = 1500.0
+SR_GAP = 100.0
+#: One-sided 95 % quantile of the normal distribution (the win probability a 100 SR gap means).
+Z_WIN = 1.645
+#: Two-sided 95 % quantile (the confidence interval).
+Z_CI = 1.96
+ANCHOR = "scripted:Combat"
+
+
+def sr_scale(beta: float = BETA) -> float:
+    """SR points per unit of mu: k = 100 / (1.645 sqrt(2) beta)."""
+    return SR_GAP / (Z_WIN * math.sqrt(2.0) * beta)
+
+
+def skill_rating(mu: float, anchor_mu: float, beta: float = BETA) -> float:
+    """SR of a policy with mean skill `mu` when the anchor's mean skill is `anchor_mu`."""
+    return SR_ANCHOR + sr_scale(beta) * (mu - anchor_mu)
+
+
+def win_probability(a: trueskill.Rating, b: trueskill.Rating, beta: float = BETA) -> float:
+    """P(a beats b) in TrueSkill's model: Phi((mu_a - mu_b) / sqrt(2 beta^2 + sigma_a^2 + sigma_b^2))."""
+    spread = math.sqrt(2.0 * beta * beta + a.sigma**2 + b.sigma**2)
+    return 0.5 * (1.0 + math.erf((a.mu - b.mu) / (spread * math.sqrt(2.0))))
+
+
+def ranks_from_scores(scores: Sequence[float | None], break_ties: bool = True,
+                      tie_order: Sequence[int] | None = None) -> list[int]:
+    """Rank 0 is the best (highest) score. Equal scores share a rank (a draw) unless `break_ties`,
+    which orders them by `tie_order` (a priority per policy, lower first; default: list position)
+    so every rank is distinct and repeatable. Tournaments pass a per-episode permutation drawn
+    from the episode seed, so no policy wins ties by where it was listed. A missing score (None or
+    NaN: a policy with no lifetimes) ranks below every real one."""
+    keys = [-math.inf if s is None or math.isnan(s) else float(s) for s in scores]
+    priority = list(range(len(keys))) if tie_order is None else list(tie_order)
+    order = sorted(range(len(keys)), key=lambda i: (-keys[i], priority[i]))
+    ranks = [0] * len(keys)
+    for position, i in enumerate(order):
+        tied = not break_ties and position > 0 and keys[i] == keys[order[position - 1]]
+        ranks[i] = ranks[order[position - 1]] if tied else position
+    return ranks
+
+
+class Ratings:
+    """TrueSkill ratings of a fixed list of policies, updated one ranking at a time.
+
+    `anchor` names the policy whose mu defines SR 1500; it must be one of `policies`.
+    """
+
+    def __init__(self, policies: Sequence[str], anchor: str = ANCHOR, beta: float = BETA) -> None:
+        if anchor not in policies:
+            raise ValueError(f"the SR anchor {anchor!r} is not among the policies {list(policies)}")
+        if len(set(policies)) != len(policies):
+            raise ValueError(f"policies must be distinct, got {list(policies)}")
+        self.policies = list(policies)
+        self.anchor = anchor
+        self.beta = beta
+        self.env = trueskill.TrueSkill(beta=beta)
+        self.ratings = [self.env.create_rating() for _ in self.policies]
+
+    def update(self, ranks: Sequence[int]) -> None:
+        """Apply one episode's ranking (one entry per policy, lower is better, equal means a draw)."""
+        if len(ranks) != len(self.policies):
+            raise ValueError(f"expected {len(self.policies)} ranks, got {len(ranks)}")
+        teams = [(rating,) for rating in self.ratings]
+        self.ratings = [team[0] for team in self.env.rate(teams, ranks=list(ranks))]
+
+    def sr(self) -> dict[str, float]:
+        """SR of every policy now (the anchor is exactly 1500)."""
+        anchor_mu = self.ratings[self.policies.index(self.anchor)].mu
+        return {p: skill_rating(r.mu, anchor_mu, self.beta) for p, r in zip(self.policies, self.ratings, strict=True)}
+
+    def table(self) -> list[dict[str, float | str]]:
+        """One row per policy (in policy order): mu, sigma, SR and its 95 % interval."""
+        k = sr_scale(self.beta)
+        rows = []
+        for (policy, sr), rating in zip(self.sr().items(), self.ratings, strict=True):
+            half = Z_CI * k * rating.sigma
+            rows.append({"policy": policy, "mu": rating.mu, "sigma": rating.sigma, "sr": sr,
+                         "ci_low": sr - half, "ci_high": sr + half})
+        return rows

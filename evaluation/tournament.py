@@ -1,0 +1,207 @@
+"""Self-contained evaluation and TrueSkill tournaments on held-out maps.
+
+- `evaluate`: one policy controls every agent for N ticks, on several seeds and held-out maps;
+  the result is its metric table.
+- `run_tournament`: a few policies share one world (Scripted Combat always among them, as the SR
+  anchor); episode i runs on held-out map i; each episode ranks the policies by the mean of a
+  metric over their agents' lifetimes (achievement by default) and TrueSkill is updated from the
+  rankings in episode order, so the SR after every episode shows convergence.
+
+Both return a JSON-ready dict (see `evaluation.results` for saving and loading it) holding what is
+needed to reproduce the run: the config as TOML, seeds, map seeds, policy specs and versions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import platform
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import trueskill
+
+import nmmo
+from evaluation.episode import (
+    EpisodeResult,
+    EpisodeTask,
+    episode_seeds,
+    eval_map_seeds,
+    run_episodes,
+    with_horizon,
+)
+from evaluation.metrics import METRICS, aggregate_by_policy, check_metric
+from evaluation.rating import ANCHOR, BETA, Ratings, ranks_from_scores
+from evaluation.submission import Faults, check_spec
+from nmmo import config as config_module
+from nmmo.config import Config
+
+FORMAT = "flatmmo-evaluation"
+FORMAT_VERSION = 1
+
+
+def versions() -> dict[str, str]:
+    """Versions that can change results: this package, numpy, Python and trueskill."""
+    try:
+        package = importlib.metadata.version("flatmmo")
+    except importlib.metadata.PackageNotFoundError:
+        package = nmmo.__version__
+    return {"flatmmo": package, "numpy": np.__version__, "python": platform.python_version(),
+            "trueskill": trueskill.__version__}
+
+
+def tournament_policies(policies: Sequence[str], anchor: str = ANCHOR) -> list[str]:
+    """The policies in the order given, each once, with the anchor appended when it is missing."""
+    specs = [str(p).strip() for p in policies]
+    if not specs or any(not p for p in specs):
+        raise ValueError("give at least one policy spec (random, idle, scripted:Forage, file.py:Class, ...)")
+    repeated = sorted({p for p in specs if specs.count(p) > 1})
+    if repeated:
+        raise ValueError(f"policy listed more than once: {', '.join(repeated)}")
+    return specs if anchor in specs else [*specs, anchor]
+
+
+def _check_settings(config: Config, n_policies: int, episodes: int, workers: int, time_budget: float) -> None:
+    """User-input checks that would otherwise fail deep inside a worker process."""
+    if not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+    if not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"workers must be >= 0 (0 runs episodes in this process), got {workers!r}")
+    if not time_budget > 0:
+        raise ValueError(f"the per-tick time budget must be positive, got {time_budget!r}")
+    if n_policies > config.PLAYER_N:
+        raise ValueError(f"{n_policies} policies but only PLAYER_N={config.PLAYER_N} agent slots in {config.name}")
+
+
+def _header(mode: str, config: Config, policies: list[str], seeds: list[int], map_seeds: list[int],
+            settings: dict[str, Any]) -> dict[str, Any]:
+    """The reproducibility part of a result file, shared by both modes."""
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "mode": mode,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "config": {"name": config.name, "toml": config.to_toml()},
+        "settings": settings,
+        "policies": policies,
+        "seeds": seeds,
+        "map_seeds": map_seeds,
+        "versions": versions(),
+    }
+
+
+def _tasks(config: Config, policies: list[str], seeds: list[int], map_seeds: list[int], time_budget: float,
+           startup_timeout: float, max_restarts: int) -> list[EpisodeTask]:
+    text = config.to_toml()
+    return [EpisodeTask(i, text, config.name, tuple(policies), s, m, time_budget, startup_timeout, max_restarts)
+            for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
+
+
+def _pooled(results: list[EpisodeResult], policies: list[str]) -> tuple[dict, dict[str, Faults]]:
+    """Metrics over every lifetime of every episode, and fault totals, per policy."""
+    matrix = np.concatenate([r.lifetimes for r in results]) if results else np.zeros((0, len(METRICS)))
+    owners = np.concatenate([r.owners for r in results]) if results else np.zeros(0, dtype=np.int64)
+    faults = {p: Faults() for p in policies}
+    for result in results:
+        for policy, record in zip(policies, result.faults, strict=True):
+            faults[policy] = faults[policy].merge(record)
+    return aggregate_by_policy(matrix, owners, policies), faults
+
+
+def _episode_entry(result: EpisodeResult, policies: list[str]) -> dict[str, Any]:
+    return {
+        "index": result.index,
+        "seed": result.seed,
+        "map_seed": result.map_seed,
+        "ticks": result.ticks,
+        "seconds": round(result.seconds, 3),
+        "engine_errors": result.engine_errors,
+        "metrics": result.metrics(),
+        "faults": {p: f.to_dict() for p, f in zip(policies, result.faults, strict=True)},
+    }
+
+
+def evaluate(config: Config | str, policy: str, ticks: int | None = None, episodes: int = 4, seed: int = 0,
+             workers: int = 2, time_budget: float = 1.0, progress: bool = True, startup_timeout: float = 60.0,
+             max_restarts: int = 5) -> dict[str, Any]:
+    """Self-contained runs: `policy` controls every agent for `ticks` ticks (default: the config's
+    HORIZON) in each of `episodes` episodes, episode i on held-out map i. Returns the result dict
+    with the metric table pooled over all lifetimes under ``metrics``."""
+    base = config_module.resolve(config)
+    config = with_horizon(base, base.HORIZON if ticks is None else ticks)
+    policies = tournament_policies([policy], anchor=policy)
+    _check_settings(config, 1, episodes, workers, time_budget)
+    check_spec(policy, startup_timeout)
+    seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
+    settings = {"ticks": config.HORIZON, "episodes": episodes, "seed": seed, "time_budget": time_budget,
+                "workers": workers, "startup_timeout": startup_timeout, "max_restarts": max_restarts}
+    results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts),
+                           workers, progress, desc=f"eval {policy}")
+    metrics, faults = _pooled(results, policies)
+    out = _header("eval", config, policies, seeds, map_seeds, settings)
+    out["episodes"] = [_episode_entry(r, policies) for r in results]
+    out["metrics"] = metrics
+    out["faults"] = {p: f.to_dict() for p, f in faults.items()}
+    return out
+
+
+def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int = 256,
+                   seed: int = 0, workers: int = 2, time_budget: float = 1.0, metric: str = "achievement",
+                   anchor: str = ANCHOR, break_ties: bool = True, progress: bool = True,
+                   startup_timeout: float = 60.0, max_restarts: int = 5) -> dict[str, Any]:
+    """Play `episodes` episodes of `ticks` ticks with all `policies` (plus the anchor) in one world
+    and rate them with TrueSkill. Ties in an episode's scores are broken by a permutation drawn
+    from that episode's seed (`break_ties=False` makes them draws). Returns the result dict:
+    per-episode scores, ranks and SR, the SR history, faults and the final leaderboard (by SR)."""
+    config = with_horizon(config_module.resolve(config), ticks)
+    check_metric(metric)
+    policies = tournament_policies(policies, anchor)
+    _check_settings(config, len(policies), episodes, workers, time_budget)
+    for spec in policies:
+        check_spec(spec, startup_timeout)
+    seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
+    settings = {"ticks": ticks, "episodes": episodes, "seed": seed, "metric": metric, "anchor": anchor,
+                "break_ties": break_ties, "beta": BETA, "time_budget": time_budget, "workers": workers,
+                "startup_timeout": startup_timeout, "max_restarts": max_restarts}
+    results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts),
+                           workers, progress, desc="tournament")
+    ratings = Ratings(policies, anchor, BETA)
+    entries, history = [], []
+    for result in results:  # in episode order: the ratings never depend on which episode finished first
+        scores = result.scores(metric)
+        tie_order = np.random.default_rng([seed, result.index]).permutation(len(policies))
+        ranks = ranks_from_scores(scores, break_ties, tie_order)
+        ratings.update(ranks)
+        table = ratings.table()
+        entry = _episode_entry(result, policies)
+        entry["scores"] = dict(zip(policies, scores, strict=True))
+        entry["ranks"] = dict(zip(policies, ranks, strict=True))
+        entry["sr"] = {row["policy"]: row["sr"] for row in table}
+        entries.append(entry)
+        history.append({"episode": result.index, **{key: {row["policy"]: row[key] for row in table}
+                                                    for key in ("sr", "mu", "sigma")}})
+    metrics, faults = _pooled(results, policies)
+    out = _header("tournament", config, policies, seeds, map_seeds, settings)
+    out["episodes"] = entries
+    out["sr_history"] = history
+    out["metrics"] = metrics
+    out["faults"] = {p: f.to_dict() for p, f in faults.items()}
+    out["leaderboard"] = leaderboard(ratings, metrics, faults)
+    return out
+
+
+def leaderboard(ratings: Ratings, metrics: dict[str, dict], faults: dict[str, Faults]) -> list[dict[str, Any]]:
+    """Rows sorted by SR (ties: policy order), with each metric's mean and the fault counts."""
+    rows = sorted(ratings.table(), key=lambda row: -row["sr"])
+    out = []
+    for place, row in enumerate(rows, start=1):
+        policy = row["policy"]
+        record = faults[policy]
+        out.append({
+            "rank": place, **row,
+            "metrics": {name: metrics[policy][name]["mean"] for name in METRICS},
+            "lifetimes": metrics[policy][METRICS[0]]["count"],
+            "faults": {"exception": record.exception, "timeout": record.timeout, "malformed": record.malformed},
+        })
+    return out

@@ -1,0 +1,127 @@
+import json
+import multiprocessing
+
+import numpy as np
+import pytest
+
+from evaluation.episode import EpisodeTask, config_from_toml, eval_map_seeds, run_episode, with_horizon
+from evaluation.metrics import METRICS
+from evaluation.rating import ANCHOR
+from evaluation.results import load_results, results_config, save_results, validate_results
+from evaluation.tournament import evaluate, run_tournament, tournament_policies
+
+from .conftest import CRASHING, GARBAGE, HANGING, small_config, write_policy
+
+QUICK = {"episodes": 2, "ticks": 6, "workers": 0, "progress": False}
+
+
+def without_timing(episodes):
+    """Episode entries minus their wall-clock seconds (the only part that differs between runs)."""
+    return [{k: v for k, v in e.items() if k != "seconds"} for e in episodes]
+
+
+def test_config_travels_as_toml_and_horizon_copies():
+    config = small_config()
+    copy = with_horizon(config, 7)
+    assert copy.HORIZON == 7 and config.HORIZON == 128
+    assert config_from_toml(copy.to_toml(), copy.name) == copy
+    assert eval_map_seeds(config, 3) == [config.MAP_EVAL_SEED_OFFSET + i for i in range(3)]
+
+
+def test_slots_are_split_round_robin_and_respawns_keep_their_policy():
+    config = with_horizon(small_config(PLAYER_N=16, IMMORTAL=True), 3)  # nobody dies: one lifetime per slot
+    task = EpisodeTask(0, config.to_toml(), config.name, ("idle", "random", "scripted:Meander"), 5, 1_000_000)
+    result = run_episode(task)
+    assert np.bincount(result.owners, minlength=3).tolist() == [6, 5, 5]  # slots 0,3,..,15 | 1,4,..,13 | 2,5,..,14
+    assert (result.lifetimes[:, METRICS.index("lifetime")] == 3).all()
+    # with deaths and respawns every lifetime is still credited to its slot's policy
+    config = with_horizon(small_config(PLAYER_N=16), 40)
+    result = run_episode(EpisodeTask(0, config.to_toml(), config.name, ("idle", "random"), 5, 1_000_000))
+    assert len(result.owners) > 16 and set(result.owners.tolist()) == {0, 1}
+
+
+def test_anchor_is_added_and_specs_checked():
+    assert tournament_policies(["random", "idle"]) == ["random", "idle", ANCHOR]
+    assert tournament_policies([ANCHOR, "random"]) == [ANCHOR, "random"]
+    with pytest.raises(ValueError, match="more than once"):
+        tournament_policies(["random", "random"])
+    with pytest.raises(ValueError, match="policy spec 'nonsense'"):
+        run_tournament(small_config(), ["nonsense"], **QUICK)
+    with pytest.raises(ValueError, match="unknown metric"):
+        run_tournament(small_config(), ["random"], metric="gold", **QUICK)
+
+
+@pytest.mark.parametrize(("body", "kind"), [(CRASHING, "exception"), (HANGING, "timeout"), (GARBAGE, "malformed")])
+def test_faulty_submissions_complete_the_tournament(tmp_path, body, kind):
+    spec = write_policy(tmp_path, f"sub_{kind}", body)
+    results = run_tournament(small_config(), [spec, "scripted:Forage"], time_budget=0.2, **QUICK)
+    faults = results["faults"]
+    assert faults[spec][kind] >= 2  # at least once per episode
+    assert all(faults[p][k] == 0 for p in ("scripted:Forage", ANCHOR) for k in ("exception", "timeout", "malformed"))
+    assert all(e["faults"][spec][kind] >= 1 for e in results["episodes"])
+    assert [row["policy"] for row in results["leaderboard"]].count(spec) == 1
+    assert all(e["ticks"] == 6 for e in results["episodes"])
+    if kind == "timeout":
+        assert faults[spec]["restarts"] == 2 and faults[spec]["timeout"] == 2  # one hang per episode, then fine
+    if kind == "malformed":
+        assert faults[spec]["dropped_actions"] > faults[spec]["malformed"]
+    assert multiprocessing.active_children() == []
+    paths = save_results(results, tmp_path / "out")
+    assert load_results(paths["json"])["faults"][spec][kind] == faults[spec][kind]
+
+
+def test_results_round_trip_and_reproduce(tmp_path):
+    results = run_tournament(small_config(), ["random", "scripted:Forage"], seed=4, **{**QUICK, "episodes": 3})
+    paths = save_results(results, tmp_path)
+    assert load_results(tmp_path) == results == load_results(paths["json"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.csv", "leaderboard.csv", "results.json"]
+    assert len(paths["episodes"].read_text().splitlines()) == 1 + 3 * 3
+    board = results["leaderboard"]
+    assert [row["rank"] for row in board] == [1, 2, 3] and board[0]["sr"] >= board[1]["sr"] >= board[2]["sr"]
+    assert next(row for row in board if row["policy"] == ANCHOR)["sr"] == 1500.0
+    assert [entry["episode"] for entry in results["sr_history"]] == [0, 1, 2]
+    assert results["map_seeds"] == [1_000_000, 1_000_001, 1_000_002]
+    assert set(results["versions"]) == {"flatmmo", "numpy", "python", "trueskill"}
+    assert results_config(results).HORIZON == 6
+    # the file says how to run it again, and running it again gives the same tournament
+    again = run_tournament(results_config(results), results["policies"], seed=results["settings"]["seed"],
+                           **{**QUICK, "episodes": 3})
+    assert without_timing(again["episodes"]) == without_timing(results["episodes"])
+    assert again["leaderboard"] == results["leaderboard"]
+
+
+def test_episode_order_not_completion_order_decides(tmp_path):
+    kwargs = {"seed": 1, "episodes": 3, "ticks": 8, "progress": False}
+    serial = run_tournament(small_config(), ["random", "scripted:Meander"], workers=0, **kwargs)
+    parallel = run_tournament(small_config(), ["random", "scripted:Meander"], workers=2, **kwargs)
+    assert without_timing(serial["episodes"]) == without_timing(parallel["episodes"])
+    assert serial["sr_history"] == parallel["sr_history"]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda r: r.pop("leaderboard"),
+    lambda r: r.update(format="something"),
+    lambda r: r["seeds"].pop(),
+    lambda r: r["episodes"][0]["scores"].pop("random"),
+    lambda r: r["metrics"]["random"]["lifetime"].update(mean="long"),
+    lambda r: r["config"].update(toml="preset = 'Nope'"),
+])
+def test_loader_rejects_damaged_files(tmp_path, damage):
+    results = run_tournament(small_config(), ["random"], **QUICK)
+    damage(results)
+    with pytest.raises(ValueError):
+        validate_results(results)
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    with pytest.raises(ValueError, match="results.json"):
+        load_results(tmp_path)
+
+
+def test_evaluate_gives_the_metric_table(tmp_path):
+    results = evaluate(small_config(), "random", ticks=10, episodes=2, workers=0, progress=False)
+    assert results["mode"] == "eval" and results["policies"] == ["random"]
+    table = results["metrics"]["random"]
+    assert table["lifetime"]["count"] >= 2 * 16 and 0 < table["lifetime"]["mean"] <= 10
+    assert sum(e["metrics"]["random"]["lifetime"]["count"] for e in results["episodes"]) == table["lifetime"]["count"]
+    paths = save_results(results, tmp_path)
+    assert load_results(paths["json"]) == results
+    assert len(paths["metrics"].read_text().splitlines()) == 1 + len(METRICS)
