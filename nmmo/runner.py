@@ -1,4 +1,5 @@
-"""Engine-driving commands: `nmmo run` (simulate policies, print the metric table) and `nmmo demo`."""
+"""Engine-driving commands: `nmmo run` (simulate a policy, print the metric table) and `nmmo demo`
+(a map, then a short tournament of the scripted bots)."""
 
 from __future__ import annotations
 
@@ -78,7 +79,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from evaluation.cli import history_table, leaderboard_table
+    from evaluation.results import save_results
+    from evaluation.tournament import run_tournament
     from nmmo import world
 
     config = config_module.resolve(args.config)
@@ -91,13 +98,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                   f"{time.perf_counter() - start:.2f} s: water {stats['fractions']['water']:.2f}, forest "
                   f"{stats['fractions']['forest']:.2f}, {stats['reachable_fraction']:.0%} of walkable tiles "
                   f"reachable from spawns; preview {preview}")
-    console.print(f"2. simulating {config.PLAYER_N} random agents and {config.NPC_N if config.has('NPC') else 0} "
-                  f"NPCs for {args.ticks} ticks with all four systems")
-    result = simulate(config, "random", args.ticks, seed=0)
-    console.print(metric_table(f"random policy, {len(result['lifetimes'])} lifetimes ({result['issued']} agents "
-                               f"spawned) over {result['ticks']} ticks", result["lifetimes"]))
-    console.print(f"3. env.step ran at {result['agent_steps'] / max(result['step_time'], 1e-9):,.0f} agent-steps/s; "
-                  f"{result['npcs']} NPCs alive at the end")
+    console.print(f"2. tournament: {', '.join(DEMO_POLICIES)} share {config.PLAYER_N} agent slots with "
+                  f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {args.ticks} "
+                  "ticks on held-out maps, ranked by achievement, rated with TrueSkill")
+    results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=args.ticks, seed=0,
+                             workers=args.workers)
+    console.print(history_table(results))
+    console.print(leaderboard_table(results))
+    paths = save_results(results, args.out)
+    console.print("3. results: " + ", ".join(str(p) for p in paths.values()), highlight=False)
     return 0
 
 
@@ -111,6 +120,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults")
     demo.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
-    demo.add_argument("--ticks", type=int, default=256)
+    demo.add_argument("--ticks", type=int, default=256, help="ticks per tournament episode")
+    demo.add_argument("--episodes", type=int, default=4, help="tournament episodes")
+    demo.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
     demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where outputs go")
     demo.set_defaults(func=_cmd_demo)

@@ -81,7 +81,9 @@ def test_run_loads_a_policy_from_a_file(tmp_path, capsys):
 
 def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NMMO_CACHE_DIR", str(tmp_path / "cache"))
-    assert main(["demo", "--config", "Small", "--ticks", "30", "--out", str(tmp_path / "demo")]) == 0
+    out_dir = tmp_path / "demo"
+    args = ["demo", "--config", "Default", "--ticks", "20", "--episodes", "2", "--workers", "0", "--out", str(out_dir)]
+    assert main(args) == 0
     out = capsys.readouterr().out
-    assert "simulating" in out and "lifetime" in out
-    assert (tmp_path / "demo" / "demo_map.png").is_file()
+    assert "tournament" in out and "Leaderboard" in out and "scripted:Forage" in out
+    assert (out_dir / "demo_map.png").is_file() and (out_dir / "results.json").is_file()
