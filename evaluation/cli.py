@@ -14,7 +14,7 @@ from rich.table import Table
 from evaluation.metrics import LABELS, METRICS
 
 
-def _console() -> Console:
+def wide_console() -> Console:
     """A console for this command's output: the terminal's width, or wide enough for the
     leaderboard when the output goes to a file or pipe (where rich would assume 80 columns)."""
     return Console(width=None if sys.stdout.isatty() else 200)
@@ -90,7 +90,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     results = evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
                        workers=args.workers, time_budget=args.time_budget, progress=not args.quiet)
-    console = _console()
+    console = wide_console()
     console.print(metric_table(results))
     faults = results["faults"][args.policy]
     if any(faults[k] for k in ("exception", "timeout", "malformed")):
@@ -109,7 +109,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
                              workers=args.workers, time_budget=args.time_budget, metric=args.metric,
                              break_ties=not args.draws, progress=not args.quiet)
-    console = _console()
+    console = wide_console()
     console.print(history_table(results))
     console.print(leaderboard_table(results))
     for policy, record in results["faults"].items():

@@ -83,7 +83,7 @@ DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "rand
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from evaluation.cli import history_table, leaderboard_table
+    from evaluation.cli import history_table, leaderboard_table, wide_console
     from evaluation.results import save_results
     from evaluation.tournament import run_tournament
     from nmmo import world
@@ -103,8 +103,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                   "ticks on held-out maps, ranked by achievement, rated with TrueSkill")
     results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=args.ticks, seed=0,
                              workers=args.workers)
-    console.print(history_table(results))
-    console.print(leaderboard_table(results))
+    wide = wide_console()  # the leaderboard has 13 columns: do not squeeze it to 80 when piped
+    wide.print(history_table(results))
+    wide.print(leaderboard_table(results))
     paths = save_results(results, args.out)
     console.print("3. results: " + ", ".join(str(p) for p in paths.values()), highlight=False)
     return 0
