@@ -6,6 +6,7 @@ Args:
     seed: seed of the first `reset()` when that call passes none.
     reward_fn: optional ``f(env, agent_id) -> float`` replacing the default reward.
     log_fn: optional ``f(env, agent_id) -> dict`` whose scalars are added to the episode metrics.
+    record: record the episode for `save_replay` (see `nmmo.replay`).
 
 Agents: ints 1, 2, 3, ... in spawn order, never reused in an episode. Agent slots (rows of the
 batched arrays) are reused by the next id.
@@ -35,6 +36,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -46,7 +48,9 @@ from nmmo.config import Config
 from nmmo.enums import Direction, EntityAttr, TileAttr
 from nmmo.metrics import lifetime_metrics
 from nmmo.obs import ObservationBuilder, Observations
+from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
+from nmmo.replay import Recorder
 from nmmo.world import get_map
 
 MOVE, ATTACK, DIRECTION, STYLE, TARGET = "Move", "Attack", "Direction", "Style", "Target"
@@ -74,6 +78,7 @@ class Env(ParallelEnv):
         reward_fn: Callable[[Env, int], float] | None = None,
         log_fn: Callable[[Env, int], dict] | None = None,
         render_mode: str | None = None,
+        record: bool = False,
     ) -> None:
         self.config = config_module.resolve(config).validate()
         self.render_mode = render_mode
@@ -91,6 +96,8 @@ class Env(ParallelEnv):
         self._obs: Observations | None = None
         self._id_to_slot: dict[int, int] = {}
         self._map_cache: dict[int, Any] = {}
+        self.overlays = Overlays(lambda: self.realm.state)
+        self._recorder: Recorder | None = Recorder() if record else None
         self._custom_reward = reward_fn is not None or type(self).reward is not Env.reward
         self._custom_log = log_fn is not None or type(self).log is not Env.log
 
@@ -165,6 +172,10 @@ class Env(ParallelEnv):
         if map_seed not in self._map_cache:
             self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
         self.realm.reset(self._map_cache[map_seed], rng)
+        self.overlays.reset()
+        self.overlays.track(self.realm.state)
+        if self._recorder is not None:
+            self._recorder.start(self.realm.state, self._replay_header())
         slots = self._live_slots()
         self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
         self._refresh_agents()
@@ -222,6 +233,23 @@ class Env(ParallelEnv):
         ids = np.where(alive & ~terminated, ent.id[: self.n_slots], ids)
         return BatchStep(self._obs, rewards, terminated, truncated, ids, alive & ~truncated)
 
+    # ------------------------------------------------------------ replays
+    def record(self) -> None:
+        """Record from the next reset on (same as `Env(..., record=True)`)."""
+        self._recorder = Recorder()
+
+    def save_replay(self, path) -> Path:
+        """Write the episode recorded so far (see `nmmo.replay`); returns the path."""
+        if self._recorder is None:
+            raise ValueError("this env is not recording: pass record=True or call env.record() before reset()")
+        self._recorder.capture_overlays(self.overlays, len(self._recorder.frames) - 1)
+        return self._recorder.save(path)
+
+    def _replay_header(self) -> dict:
+        return {"config_name": self.config.name, "config_toml": self.config.to_toml(),
+                "map_seed": self.realm.map.seed, "n_players": self.n_slots, "center": self.config.MAP_CENTER,
+                "border": self.config.MAP_BORDER, "horizon": self.config.HORIZON}
+
     @property
     def done(self) -> bool:
         """True once the horizon is reached."""
@@ -245,6 +273,9 @@ class Env(ParallelEnv):
     def _advance(self, directions, styles, targets) -> TickResult:
         last_tick = self.realm.state.tick + 1 >= self.config.HORIZON
         result = self.realm.tick(directions, styles, targets, self._np_random, respawn=not last_tick)
+        self.overlays.track(self.realm.state)
+        if self._recorder is not None:
+            self._recorder.capture(self.realm.state, self.overlays)
         died = result.dead[result.dead < self.n_slots]
         self._obs = self._observe(self._live_slots(), died)
         self._refresh_agents()

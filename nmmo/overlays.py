@@ -1,0 +1,154 @@
+"""Heatmap overlays: map-size float arrays painted over the terrain in the viewer.
+
+`env.overlays.register(name, heatmap)` adds one, `update(name, heatmap)` replaces its values at any
+tick; each change bumps a version so recorders and viewers send it only when it changed. Built-in
+overlays are computed from the state tables when asked for:
+
+- ``visits``: how many agent-ticks were spent on each tile this episode (exploration);
+- ``food``: 1 on forests that can be harvested now;
+- ``water``: 1 on tiles where an agent can drink;
+- ``danger``: the NPC danger of each tile (0 at the playable edge, ~1 at the centre) and, on top,
+  the combat level of each live NPC on its tile;
+- ``skills``: the mean skill level of the player on each tile.
+
+`value_heatmap` turns a policy's value estimates at agent positions into a heatmap (the mean
+estimate per tile), for the value-function overlay of the training baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from nmmo.enums import Material, Skill
+from nmmo.state import State
+
+BUILTIN = ("visits", "food", "water", "danger", "skills")
+
+
+class OverlayError(ValueError):
+    """An overlay name or heatmap is invalid; the message says which."""
+
+
+def value_heatmap(size: int, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Mean of `values` per tile over the given positions (0 where no position falls)."""
+    flat = np.asarray(rows, dtype=np.int64) * size + np.asarray(cols, dtype=np.int64)
+    total = np.bincount(flat, weights=np.asarray(values, dtype=np.float64), minlength=size * size)
+    count = np.bincount(flat, minlength=size * size)
+    out = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    return out.reshape(size, size).astype(np.float32)
+
+
+class Overlays:
+    """The overlays of one env; built-ins read the env's state when asked."""
+
+    def __init__(self, state_fn: Callable[[], State | None]) -> None:
+        self._state_fn = state_fn
+        self._user: dict[str, np.ndarray] = {}
+        self._versions: dict[str, int] = {}
+        self._visit_counts: np.ndarray | None = None
+
+    # ----------------------------------------------------------------- user
+    def register(self, name: str, heatmap: np.ndarray) -> None:
+        """Add an overlay (an S x S float array, S the map size)."""
+        if not isinstance(name, str) or not name:
+            raise OverlayError(f"overlay names are non-empty strings, got {name!r}")
+        if name in self._user or name in BUILTIN:
+            raise OverlayError(f"overlay {name!r} already exists; use update() to change it")
+        self._user[name] = self._checked(name, heatmap)
+        self._versions[name] = 1
+
+    def update(self, name: str, heatmap: np.ndarray) -> None:
+        """Replace the values of a registered overlay."""
+        if name not in self._user:
+            raise OverlayError(f"no overlay named {name!r}; register() it first (have: {sorted(self._user)})")
+        self._user[name] = self._checked(name, heatmap)
+        self._versions[name] += 1
+
+    def _checked(self, name: str, heatmap: np.ndarray) -> np.ndarray:
+        array = np.asarray(heatmap, dtype=np.float32)
+        state = self._state_fn()
+        if state is None:
+            raise OverlayError("reset() the env before registering overlays (the map size is not known yet)")
+        size = state.tiles.size
+        if array.shape != (size, size):
+            raise OverlayError(f"overlay {name!r} must be a {size}x{size} array (the map size), got {array.shape}")
+        if not np.isfinite(array).all():
+            raise OverlayError(f"overlay {name!r} has NaN or infinite values")
+        return array.copy()
+
+    # --------------------------------------------------------------- access
+    def names(self) -> list[str]:
+        """Built-in overlays first, then user overlays in registration order."""
+        return [*BUILTIN, *self._user]
+
+    def user_names(self) -> list[str]:
+        return list(self._user)
+
+    def version(self, name: str) -> int:
+        """Changes with every update of a user overlay (built-ins: -1, they change every tick)."""
+        return self._versions.get(name, -1)
+
+    def get(self, name: str) -> np.ndarray:
+        """The S x S float32 heatmap of an overlay."""
+        if name in self._user:
+            return self._user[name]
+        state = self._state_fn()
+        if state is None:
+            raise OverlayError("reset() the env first")
+        if name not in BUILTIN:
+            raise OverlayError(f"no overlay named {name!r}; have {self.names()}")
+        return getattr(self, f"_{name}")(state)
+
+    # ------------------------------------------------------------- built-ins
+    def track(self, state: State) -> None:
+        """Called by the env after every tick: accumulates the visit counts (cheap: one bincount)."""
+        ent = state.entities
+        size = state.tiles.size
+        if self._visit_counts is None or self._visit_counts.shape[0] != size:
+            self._visit_counts = np.zeros((size, size), dtype=np.float32)
+        players = np.flatnonzero(ent.alive[: ent.n_players])
+        flat = ent.row[players].astype(np.int64) * size + ent.col[players]
+        self._visit_counts.ravel()[flat] += 1.0  # one entity per tile: no repeated indices
+
+    def reset(self) -> None:
+        """Forget the user overlays' values and the visit counts (a new episode)."""
+        self._visit_counts = None
+        self._user.clear()
+        self._versions.clear()
+
+    def _visits(self, state: State) -> np.ndarray:
+        if self._visit_counts is None:
+            return np.zeros((state.tiles.size,) * 2, dtype=np.float32)
+        return self._visit_counts.copy()
+
+    @staticmethod
+    def _food(state: State) -> np.ndarray:
+        return (state.tiles.material == Material.FOREST).astype(np.float32)
+
+    @staticmethod
+    def _water(state: State) -> np.ndarray:
+        return state.tiles.water_adjacent.astype(np.float32)
+
+    @staticmethod
+    def _danger(state: State) -> np.ndarray:
+        size = state.tiles.size
+        border = int(np.argmax(state.tiles.base_material.any(axis=1)))  # first non-lava row
+        center = size - 2 * border
+        idx = np.arange(size)
+        edge = np.minimum(idx - border, border + center - 1 - idx)
+        danger = 2.0 * np.maximum(np.minimum(edge[:, None], edge[None, :]), 0) / max(center, 1)
+        ent = state.entities
+        npcs = ent.n_players + np.flatnonzero(ent.alive[ent.n_players :])
+        out = danger.astype(np.float32)
+        out[ent.row[npcs], ent.col[npcs]] += ent.combat_level(npcs)
+        return out
+
+    @staticmethod
+    def _skills(state: State) -> np.ndarray:
+        ent = state.entities
+        players = np.flatnonzero(ent.alive[: ent.n_players])
+        skills = [Skill.MELEE, Skill.RANGE, Skill.MAGE, Skill.DEFENSE, Skill.HUNTING, Skill.FISHING]
+        return value_heatmap(state.tiles.size, ent.row[players], ent.col[players],
+                             ent.level[players][:, skills].mean(axis=1))

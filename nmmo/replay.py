@@ -1,0 +1,252 @@
+"""Replays: record any env run, save it as one compressed, versioned file, load and validate it.
+
+Recording: ``nmmo.Env(config, record=True)`` (or ``env.record()`` before ``reset``) captures a
+frame per tick; ``env.save_replay(path)`` writes it. A frame is the entity table reduced to what a
+viewer shows (one column per field below, one entry per entity slot), taken from the tables after
+``reset`` and after every step. The map is stored once; tile changes (harvested and regrown
+forests) and user overlay changes are stored as events.
+
+File (``.replay``, a NumPy ``.npz`` archive): ``header`` (UTF-8 JSON: format, version, config
+TOML, map seed, sizes, tick count), ``material`` (S x S), one ``(ticks + 1, slots)`` array per
+field with every integer field delta-coded along time (lossless; positions then compress to almost
+nothing), tile changes as ``(tick, flat index, material)`` rows, and user overlays as
+``(tick, name index)`` rows plus quantized ``uint8`` maps with their ranges. Written atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from nmmo.enums import Skill
+from nmmo.state import State
+
+FORMAT = "flatmmo-replay"
+VERSION = 1
+
+#: Per-entity fields of a frame, with their stored dtype (the viewer protocol's field names).
+FIELDS: dict[str, np.dtype] = {
+    "alive": np.dtype(np.int8),
+    "id": np.dtype(np.int32),
+    "row": np.dtype(np.int16),
+    "col": np.dtype(np.int16),
+    "health": np.dtype(np.int16),
+    "max_health": np.dtype(np.int16),
+    "food": np.dtype(np.int16),
+    "water": np.dtype(np.int16),
+    "team": np.dtype(np.int16),
+    "kind": np.dtype(np.int8),
+    "level": np.dtype(np.int16),
+    "armour": np.dtype(np.int16),
+    "melee": np.dtype(np.int16),
+    "range": np.dtype(np.int16),
+    "mage": np.dtype(np.int16),
+    "defense": np.dtype(np.int16),
+    "damage": np.dtype(np.int16),
+    "attack_style": np.dtype(np.int8),
+    "attack_target": np.dtype(np.int32),
+}
+
+
+class ReplayError(ValueError):
+    """A replay file is missing, truncated, corrupt or from a newer format; the message says which."""
+
+
+def capture(state: State) -> dict[str, np.ndarray]:
+    """One frame: the viewer's fields for every entity slot, read from the tables (copies)."""
+    ent = state.entities
+    return {
+        "alive": ent.alive.astype(np.int8),
+        "id": ent.id.astype(np.int32),
+        "row": ent.row.astype(np.int16),
+        "col": ent.col.astype(np.int16),
+        "health": ent.health.astype(np.int16),
+        "max_health": ent.max_health.astype(np.int16),
+        "food": ent.food.astype(np.int16),
+        "water": ent.water.astype(np.int16),
+        "team": ent.team.astype(np.int16),
+        "kind": ent.npc_type.astype(np.int8),
+        "level": ent.combat_level().astype(np.int16),
+        "armour": ent.equipment().astype(np.int16),
+        "melee": ent.level[:, Skill.MELEE].astype(np.int16),
+        "range": ent.level[:, Skill.RANGE].astype(np.int16),
+        "mage": ent.level[:, Skill.MAGE].astype(np.int16),
+        "defense": ent.level[:, Skill.DEFENSE].astype(np.int16),
+        "damage": ent.damage_taken.astype(np.int16),
+        "attack_style": ent.attack_style.astype(np.int8),
+        "attack_target": ent.attack_target_id.astype(np.int32),
+    }
+
+
+def quantize(heatmap: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """uint8 values spanning [min, max] (what replays store and viewers draw)."""
+    low, high = float(heatmap.min()), float(heatmap.max())
+    scale = 255.0 / (high - low) if high > low else 0.0
+    return np.rint((heatmap - low) * scale).astype(np.uint8), low, high
+
+
+@dataclass
+class Recorder:
+    """Collects frames, tile changes and overlay changes during a run."""
+
+    header: dict = field(default_factory=dict)
+    material: np.ndarray | None = None
+    frames: list[dict[str, np.ndarray]] = field(default_factory=list)
+    tile_events: list[np.ndarray] = field(default_factory=list)
+    overlay_events: list[tuple[int, str, np.ndarray, float, float]] = field(default_factory=list)
+    _last_material: np.ndarray | None = None
+    _overlay_versions: dict[str, int] = field(default_factory=dict)
+
+    def start(self, state: State, header: dict) -> None:
+        """Begin a new recording at reset (a recorder holds one episode)."""
+        self.header = dict(header)
+        self.material = state.tiles.material.copy()
+        self._last_material = self.material.copy()
+        self.frames = [capture(state)]
+        self.tile_events = []
+        self.overlay_events = []
+        self._overlay_versions = {}
+
+    def capture(self, state: State, overlays=None) -> None:
+        """Record the tick that just happened."""
+        tick = len(self.frames)
+        self.frames.append(capture(state))
+        changed = np.flatnonzero(state.tiles.material.ravel() != self._last_material.ravel())
+        if changed.size:
+            values = state.tiles.material.ravel()[changed]
+            self._last_material.ravel()[changed] = values
+            self.tile_events.append(np.stack([np.full(changed.size, tick), changed, values], axis=1))
+        if overlays is not None:
+            self.capture_overlays(overlays, tick)
+
+    def capture_overlays(self, overlays, tick: int) -> None:
+        """Store user overlays whose version changed since they were last stored."""
+        for name in overlays.user_names():
+            version = overlays.version(name)
+            if self._overlay_versions.get(name) != version:
+                self._overlay_versions[name] = version
+                data, low, high = quantize(overlays.get(name))
+                self.overlay_events.append((tick, name, data, low, high))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the replay atomically; returns the path."""
+        from nmmo.world import atomic_write_bytes
+
+        if self.material is None:
+            raise ReplayError("nothing recorded: call env.reset() with recording on first")
+        path = Path(path)
+        ticks = len(self.frames) - 1
+        arrays: dict[str, np.ndarray] = {"material": self.material}
+        for name, dtype in FIELDS.items():
+            stacked = np.stack([frame[name] for frame in self.frames]).astype(dtype)
+            arrays[f"f_{name}"] = np.diff(stacked, axis=0, prepend=np.zeros_like(stacked[:1]))
+        tiles = np.concatenate(self.tile_events) if self.tile_events else np.zeros((0, 3), dtype=np.int64)
+        arrays["tile_events"] = tiles.astype(np.int64)
+        names = sorted({event[1] for event in self.overlay_events})
+        arrays["overlay_index"] = np.array([[t, names.index(n)] for t, n, *_ in self.overlay_events],
+                                           dtype=np.int64).reshape(-1, 2)
+        arrays["overlay_range"] = np.array([[low, high] for *_, low, high in self.overlay_events],
+                                           dtype=np.float64).reshape(-1, 2)
+        size = self.material.shape[0]
+        arrays["overlay_data"] = (np.stack([e[2] for e in self.overlay_events]) if self.overlay_events
+                                  else np.zeros((0, size, size), dtype=np.uint8))
+        header = {**self.header, "format": FORMAT, "version": VERSION, "ticks": ticks,
+                  "slots": int(self.frames[0]["id"].size), "size": size, "overlays": names,
+                  "fields": list(FIELDS)}
+        arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        atomic_write_bytes(path, buffer.getvalue())
+        return path
+
+
+class Replay:
+    """A loaded replay: frames by tick, the map at any tick, overlay events."""
+
+    def __init__(self, header: dict, material: np.ndarray, fields: dict[str, np.ndarray],
+                 tile_events: np.ndarray, overlay_index: np.ndarray, overlay_range: np.ndarray,
+                 overlay_data: np.ndarray) -> None:
+        self.header = header
+        self.material = material
+        self.fields = fields  # name -> (ticks + 1, slots), decoded
+        self.tile_events = tile_events
+        self.overlay_names: list[str] = header.get("overlays", [])
+        self.overlay_index = overlay_index
+        self.overlay_range = overlay_range
+        self.overlay_data = overlay_data
+
+    @property
+    def ticks(self) -> int:
+        return int(self.header["ticks"])
+
+    @property
+    def size(self) -> int:
+        return int(self.material.shape[0])
+
+    def frame(self, tick: int) -> dict[str, np.ndarray]:
+        """The viewer's fields of every slot at `tick` (0 = after reset)."""
+        if not 0 <= tick <= self.ticks:
+            raise IndexError(f"tick {tick} is outside this replay (0..{self.ticks})")
+        return {name: values[tick] for name, values in self.fields.items()}
+
+    def tile_changes(self, tick: int) -> np.ndarray:
+        """(flat index, material) rows of the tiles that changed during `tick`."""
+        rows = self.tile_events[self.tile_events[:, 0] == tick]
+        return rows[:, 1:]
+
+    def material_at(self, tick: int) -> np.ndarray:
+        """The map's materials at `tick` (the stored map with every tile change up to it)."""
+        out = self.material.copy().ravel()
+        upto = self.tile_events[self.tile_events[:, 0] <= tick]
+        out[upto[:, 1]] = upto[:, 2]
+        return out.reshape(self.material.shape)
+
+    def overlay_at(self, name: str, tick: int) -> tuple[np.ndarray, float, float] | None:
+        """The latest stored value of a user overlay at `tick` (quantized map, min, max)."""
+        if name not in self.overlay_names:
+            return None
+        which = np.flatnonzero((self.overlay_index[:, 1] == self.overlay_names.index(name))
+                               & (self.overlay_index[:, 0] <= tick))
+        if which.size == 0:
+            return None
+        i = which[-1]
+        return self.overlay_data[i], float(self.overlay_range[i, 0]), float(self.overlay_range[i, 1])
+
+
+def load_replay(path: str | os.PathLike) -> Replay:
+    """Load and validate a replay file; a clear ReplayError for anything wrong with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ReplayError(f"replay {str(path)!r} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as err:
+        raise ReplayError(f"replay {str(path)!r} is truncated or corrupt ({type(err).__name__}: {err})") from None
+    try:
+        header = json.loads(arrays["header"].tobytes().decode())
+    except (KeyError, ValueError) as err:
+        raise ReplayError(f"replay {str(path)!r} has no readable header ({err})") from None
+    if header.get("format") != FORMAT:
+        raise ReplayError(f"{str(path)!r} is not a flatmmo replay (format {header.get('format')!r})")
+    if header.get("version", 0) > VERSION:
+        raise ReplayError(f"{str(path)!r} is replay format v{header['version']}; this flatmmo reads up to "
+                          f"v{VERSION}: upgrade flatmmo to open it")
+    ticks, slots = int(header["ticks"]), int(header["slots"])
+    fields = {}
+    for name, dtype in FIELDS.items():
+        delta = arrays.get(f"f_{name}")
+        if delta is None or delta.shape != (ticks + 1, slots):
+            raise ReplayError(f"replay {str(path)!r} is corrupt: field {name!r} is missing or has the wrong shape")
+        fields[name] = np.cumsum(delta, axis=0, dtype=np.int64).astype(dtype)
+    size = int(header["size"])
+    if arrays["material"].shape != (size, size):
+        raise ReplayError(f"replay {str(path)!r} is corrupt: the map is not {size}x{size}")
+    return Replay(header, arrays["material"], fields, arrays["tile_events"], arrays["overlay_index"],
+                  arrays["overlay_range"], arrays["overlay_data"])

@@ -1,0 +1,112 @@
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+import nmmo
+import scripted
+from nmmo.overlays import OverlayError, value_heatmap
+from nmmo.replay import VERSION, ReplayError, capture, load_replay
+
+
+def recorded_run(tmp_path, ticks=60):
+    conf = nmmo.config.Default().set("PLAYER_N", 32).set("HORIZON", ticks + 5)
+    env = nmmo.Env(conf, seed=3, record=True)
+    bot = scripted.Combat(conf, 0)
+    obs, _ = env.reset()
+    frames = [capture(env.realm.state)]
+    materials = [env.realm.state.tiles.material.copy()]
+    env.overlays.register("mine", np.zeros((conf.MAP_SIZE,) * 2))
+    for t in range(ticks):
+        obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
+        frames.append(capture(env.realm.state))
+        materials.append(env.realm.state.tiles.material.copy())
+        if t == 20:
+            env.overlays.update("mine", np.arange(conf.MAP_SIZE**2, dtype=float).reshape(conf.MAP_SIZE, -1))
+    path = env.save_replay(tmp_path / "run.replay")
+    return path, frames, materials
+
+
+def test_replay_round_trip_equals_the_recorded_state(tmp_path):
+    path, frames, materials = recorded_run(tmp_path)
+    replay = load_replay(path)
+    assert replay.ticks == len(frames) - 1
+    for tick, frame in enumerate(frames):
+        loaded = replay.frame(tick)
+        for name, values in frame.items():
+            assert np.array_equal(loaded[name], values), (tick, name)
+        assert np.array_equal(replay.material_at(tick), materials[tick])
+    data, low, high = replay.overlay_at("mine", 30)
+    assert (low, high) == (0.0, float(replay.size**2 - 1)) and data[0, 0] == 0 and data[-1, -1] == 255
+    assert replay.overlay_at("mine", 10)[2] == 0.0  # before the update: the zeros
+    header = replay.header
+    assert header["version"] == VERSION and header["map_seed"] >= 0
+    assert "PLAYER_N = 32" in header["config_toml"]
+
+
+def test_truncated_corrupt_and_newer_files_are_clear_errors(tmp_path):
+    path, *_ = recorded_run(tmp_path, ticks=10)
+    data = path.read_bytes()
+    truncated = tmp_path / "cut.replay"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ReplayError, match="truncated or corrupt"):
+        load_replay(truncated)
+    with pytest.raises(ReplayError, match="does not exist"):
+        load_replay(tmp_path / "missing.replay")
+    # a newer format version
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = np.load(io.BytesIO(members["header.npy"]))
+    meta = json.loads(header.tobytes().decode())
+    meta["version"] = VERSION + 1
+    buffer = io.BytesIO()
+    np.save(buffer, np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+    members["header.npy"] = buffer.getvalue()
+    newer = tmp_path / "newer.replay"
+    with zipfile.ZipFile(newer, "w") as archive:
+        for name, blob in members.items():
+            archive.writestr(name, blob)
+    with pytest.raises(ReplayError, match=f"format v{VERSION + 1}.*upgrade"):
+        load_replay(newer)
+
+
+def test_saving_without_recording_is_an_error(tmp_path):
+    env = nmmo.Env(nmmo.config.Small(), seed=0)
+    env.reset()
+    with pytest.raises(ValueError, match="not recording"):
+        env.save_replay(tmp_path / "x.replay")
+
+
+def test_overlay_api_validates_and_builtins_read_the_state():
+    conf = nmmo.config.Default().set("PLAYER_N", 16)
+    env = nmmo.Env(conf, seed=0)
+    with pytest.raises(OverlayError, match="reset"):
+        env.overlays.register("early", np.zeros((4, 4)))
+    env.reset()
+    size = conf.MAP_SIZE
+    with pytest.raises(OverlayError, match=f"must be a {size}x{size} array"):
+        env.overlays.register("bad", np.zeros((3, 3)))
+    with pytest.raises(OverlayError, match="NaN"):
+        env.overlays.register("bad", np.full((size, size), np.nan))
+    with pytest.raises(OverlayError, match="register"):
+        env.overlays.update("nope", np.zeros((size, size)))
+    env.overlays.register("ok", np.ones((size, size)))
+    with pytest.raises(OverlayError, match="already exists"):
+        env.overlays.register("ok", np.ones((size, size)))
+    assert env.overlays.names()[:5] == ["visits", "food", "water", "danger", "skills"]
+    for _ in range(3):
+        env.step({})
+    visits = env.overlays.get("visits")
+    assert visits.sum() == 16 * 4  # every live agent counted on its tile at reset and after 3 ticks
+    food = env.overlays.get("food")
+    assert food.sum() == (env.realm.state.tiles.material == nmmo.Material.FOREST).sum()
+    danger = env.overlays.get("danger")
+    centre = conf.MAP_BORDER + conf.MAP_CENTER // 2
+    assert danger[centre, centre] > danger[conf.MAP_BORDER, centre] == 0.0
+
+
+def test_value_heatmap_is_the_mean_per_tile():
+    heat = value_heatmap(4, np.array([1, 1, 2]), np.array([1, 1, 3]), np.array([2.0, 4.0, -1.0]))
+    assert heat[1, 1] == 3.0 and heat[2, 3] == -1.0 and heat.sum() == 2.0
