@@ -111,6 +111,31 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from client_server.server import LiveSession, create_app, serve
+    except ImportError as err:
+        raise ValueError(f"the viewer server needs the [serve] extra (pip install -e '.[serve]'): {err}") from None
+
+    if args.live == (args.replay is not None or args.replay_dir is not None):
+        raise ValueError("give either --live or --replay PATH / --replay-dir DIR")
+    url = f"http://{args.host}:{args.port}/"
+    if args.live:
+        session = LiveSession(config_module.resolve(args.config), args.policy, seed=args.seed, speed=args.speed)
+        app, url = create_app(live=session), url + "?live=1"
+    else:
+        directory = Path(args.replay_dir) if args.replay_dir else Path(args.replay).parent
+        if args.replay:
+            from nmmo.replay import load_replay
+
+            load_replay(args.replay)  # a clear error now beats a blank viewer later
+            url += f"?replay={Path(args.replay).name}"
+        app = create_app(replay_dir=directory)
+    console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)
+    serve(app, host=args.host, port=args.port)
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="simulate a policy for N ticks and print the metric table")
     run.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
@@ -118,6 +143,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--ticks", type=int, default=256)
     run.add_argument("--seed", type=int, default=0)
     run.set_defaults(func=_cmd_run)
+
+    srv = sub.add_parser("serve", help="serve the 3D viewer for a replay or a live run")
+    srv.add_argument("--replay", default=None, metavar="PATH", help="a .replay file to watch")
+    srv.add_argument("--replay-dir", default=None, metavar="DIR", help="serve every replay in DIR")
+    srv.add_argument("--live", action="store_true", help="run a simulation and stream it")
+    srv.add_argument("--config", default="small_maps", help="live: config name, preset or TOML path")
+    srv.add_argument("--policy", default="scripted:Combat", help="live: the policy driving every agent")
+    srv.add_argument("--seed", type=int, default=0)
+    srv.add_argument("--speed", type=float, default=10.0, help="live: ticks per second")
+    srv.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.set_defaults(func=_cmd_serve)
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults")
     demo.add_argument("--config", default="small_maps", help="config name, preset or TOML path")

@@ -1,0 +1,96 @@
+"""Viewer packets (docs/viewer_protocol.md): a header once, then delta-encoded tick packets.
+
+Frames are `nmmo.replay.capture` dicts (one array per field, one entry per entity slot), so live
+runs and replays encode the same way. A tick packet lists, column by column, only the entities
+whose fields changed since the previous frame, the ids that disappeared, the tiles that changed,
+and this tick's attacks.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+
+from nmmo.enums import MATERIAL_COLORS, Material
+from nmmo.replay import FIELDS, quantize
+
+PROTOCOL_VERSION = 1
+#: Fields sent per entity (the frame's `alive` and `damage` stay server-side).
+SENT_FIELDS = [name for name in FIELDS if name not in ("alive", "damage")]
+
+
+def b64(array: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(array).tobytes()).decode("ascii")
+
+
+def header_packet(mode: str, material: np.ndarray, *, center: int, border: int, ticks: int | None, tick: int,
+                  overlays: list[str], config: dict) -> dict:
+    """The first packet of a connection: the map once, sizes, overlay names, config summary."""
+    return {
+        "type": "header", "version": PROTOCOL_VERSION, "mode": mode, "size": int(material.shape[0]),
+        "center": center, "border": border, "material": b64(material.astype(np.uint8)),
+        "materials": {str(int(m)): m.name.lower() for m in Material},
+        "colors": {str(int(m)): list(rgb) for m, rgb in MATERIAL_COLORS.items()},
+        "ticks": ticks, "tick": tick, "overlays": overlays, "config": config, "fields": SENT_FIELDS,
+    }
+
+
+def tick_packet(tick: int, frame: dict[str, np.ndarray], previous: dict[str, np.ndarray] | None,
+                tile_changes: np.ndarray | None = None) -> dict:
+    """Entities changed since `previous` (all live ones when it is None: a full packet)."""
+    alive = frame["alive"].astype(bool)
+    if previous is None:
+        changed = alive
+        removed = np.zeros(0, dtype=np.int64)
+    else:
+        was = previous["alive"].astype(bool)
+        same_entity = was & alive & (previous["id"] == frame["id"])
+        differs = np.zeros_like(alive)
+        for name in SENT_FIELDS:
+            differs |= frame[name] != previous[name]
+        changed = alive & (~same_entity | differs)
+        removed = previous["id"][was & ~same_entity]
+    rows = np.flatnonzero(changed)
+    entities = {name: frame[name][rows].tolist() for name in SENT_FIELDS}
+    attackers = np.flatnonzero(alive & (frame["attack_style"] >= 0))
+    targets = frame["attack_target"][attackers]
+    target_damage = _damage_of(frame, targets)
+    attacks = np.stack([frame["id"][attackers], targets, frame["attack_style"][attackers], target_damage],
+                       axis=1).tolist() if attackers.size else []
+    return {
+        "type": "tick", "tick": tick, "full": previous is None, "entities": entities,
+        "removed": removed.tolist(),
+        "tiles": [] if tile_changes is None else np.asarray(tile_changes).tolist(),
+        "attacks": attacks,
+    }
+
+
+def _damage_of(frame: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+    """Damage each target took this tick (summed over its attackers), looked up by id."""
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(frame["id"])
+    sorted_ids = frame["id"][order]
+    at = np.clip(np.searchsorted(sorted_ids, ids), 0, len(sorted_ids) - 1)
+    found = sorted_ids[at] == ids
+    return np.where(found, frame["damage"][order][at], 0)
+
+
+def overlay_field(name: str | None, heatmap: np.ndarray | None = None,
+                  quantized: tuple[np.ndarray, float, float] | None = None) -> dict:
+    """The `overlay` entry of a tick packet (data None clears the overlay)."""
+    if name is None or (heatmap is None and quantized is None):
+        return {"name": name, "min": 0.0, "max": 0.0, "data": None}
+    data, low, high = quantized if quantized is not None else quantize(heatmap)
+    return {"name": name, "min": low, "max": high, "data": b64(data)}
+
+
+def with_overlay(packet_json: str, overlay: dict) -> str:
+    """Add an overlay to an already-encoded tick packet (encode the shared part once per tick)."""
+    return packet_json[:-1] + ',"overlay":' + json.dumps(overlay) + "}"
+
+
+def dumps(packet: dict) -> str:
+    return json.dumps(packet, separators=(",", ":"))

@@ -1,0 +1,166 @@
+import asyncio
+import base64
+import json
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+import uvicorn  # noqa: E402
+import websockets  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+import nmmo  # noqa: E402
+import scripted  # noqa: E402
+from client_server.packets import SENT_FIELDS  # noqa: E402
+from client_server.server import LiveSession, create_app, parse_command  # noqa: E402
+from nmmo.replay import load_replay  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def replay_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("replays")
+    conf = nmmo.config.Default().set("PLAYER_N", 24).set("HORIZON", 80)
+    env = nmmo.Env(conf, seed=5, record=True)
+    bot = scripted.Combat(conf, 0)
+    obs, _ = env.reset()
+    env.overlays.register("mine", np.ones((conf.MAP_SIZE,) * 2))
+    for _ in range(40):
+        obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
+    env.save_replay(directory / "run.replay")
+    (directory / "secret.txt").write_text("not a replay")
+    (directory.parent / "outside.replay").write_bytes((directory / "run.replay").read_bytes())
+    return directory
+
+
+def apply(state: dict, packet: dict) -> None:
+    """Client-side merge of a tick packet into {id: {field: value}}."""
+    if packet["full"]:
+        state.clear()
+    columns = packet["entities"]
+    for i, entity_id in enumerate(columns["id"]):
+        state[entity_id] = {name: columns[name][i] for name in SENT_FIELDS}
+    for entity_id in packet["removed"]:
+        state.pop(entity_id, None)
+
+
+def expected(replay, tick: int) -> dict:
+    frame = replay.frame(tick)
+    alive = np.flatnonzero(frame["alive"])
+    return {int(frame["id"][r]): {name: int(frame[name][r]) for name in SENT_FIELDS} for r in alive}
+
+
+def receive_until(ws, kind: str, limit: int = 50) -> dict:
+    for _ in range(limit):
+        packet = json.loads(ws.receive_text())
+        if packet["type"] == kind:
+            return packet
+    raise AssertionError(f"no {kind} packet")
+
+
+def test_replay_stream_reconstructs_the_recorded_state(replay_dir):
+    replay = load_replay(replay_dir / "run.replay")
+    client = TestClient(create_app(replay_dir=replay_dir))
+    with client.websocket_connect("/ws/replay/run.replay") as ws:
+        header = receive_until(ws, "header")
+        material = np.frombuffer(base64.b64decode(header["material"]), dtype=np.uint8)
+        assert header["size"] == replay.size and np.array_equal(material.reshape(replay.size, -1), replay.material)
+        assert "mine" in header["overlays"] and "visits" in header["overlays"]
+        state: dict = {}
+        apply(state, receive_until(ws, "tick"))
+        assert state == expected(replay, 0)
+        for tick in range(1, replay.ticks + 1):
+            ws.send_text(json.dumps({"cmd": "step"}))
+            packet = receive_until(ws, "tick")
+            assert packet["tick"] == tick and not packet["full"]
+            apply(state, packet)
+            assert state == expected(replay, tick), tick
+        ws.send_text(json.dumps({"cmd": "seek", "tick": 7}))
+        packet = receive_until(ws, "tick")
+        assert packet["full"] and packet["tick"] == 7
+        apply(state, packet)
+        assert state == expected(replay, 7)
+        ws.send_text(json.dumps({"cmd": "overlay", "name": "mine"}))
+        packet = receive_until(ws, "tick")
+        assert packet["overlay"]["name"] == "mine" and packet["overlay"]["min"] == 1.0
+        assert len(base64.b64decode(packet["overlay"]["data"])) == replay.size**2
+
+
+def test_http_lists_replays_and_refuses_traversal(replay_dir):
+    client = TestClient(create_app(replay_dir=replay_dir))
+    assert client.get("/api/health").json()["ok"]
+    listing = client.get("/api/replays").json()
+    assert [r["name"] for r in listing] == ["run.replay"] and listing[0]["ticks"] == 40
+    assert client.get("/api/replays/run.replay").status_code == 200
+    for name in ("..%2Foutside.replay", "../outside.replay", "secret.txt", "%2Fetc%2Fpasswd", "missing.replay"):
+        assert client.get(f"/api/replays/{name}").status_code in (400, 404), name
+    with pytest.raises(Exception), client.websocket_connect("/ws/replay/..%2Foutside.replay") as ws:  # noqa: B017
+        ws.receive_text()
+
+
+def test_malformed_frames_get_error_frames_and_the_server_lives(replay_dir):
+    client = TestClient(create_app(replay_dir=replay_dir))
+    with client.websocket_connect("/ws/replay/run.replay") as ws:
+        receive_until(ws, "status")
+        for bad in ("not json", "[1, 2]", '{"cmd": "jump"}', '{"cmd": "speed", "value": "fast"}',
+                    '{"cmd": "seek", "tick": -3}', '{"cmd": "seek", "tick": 999}', '{"cmd": "overlay", "name": "nope"}'):
+            ws.send_text(bad)
+            error = receive_until(ws, "error")
+            assert error["message"]
+        ws.send_bytes(b"\x00\x01")
+        assert "binary" in receive_until(ws, "error")["message"]
+        ws.send_text(json.dumps({"cmd": "seek", "tick": 3}))
+        assert receive_until(ws, "tick")["tick"] == 3  # still serving
+    assert client.get("/api/health").status_code == 200
+
+
+def test_parse_command_accepts_the_protocol():
+    assert parse_command('{"cmd": "speed", "value": 20}') == {"cmd": "speed", "value": 20.0}
+    assert parse_command('{"cmd": "overlay", "name": null}') == {"cmd": "overlay", "name": None}
+    assert parse_command('{"cmd": "follow", "id": -4}') == {"cmd": "follow", "id": -4}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_twenty_live_viewers_receive_the_same_ticks():
+    conf = nmmo.config.Default().set("PLAYER_N", 32).set("HORIZON", 500)
+    session = LiveSession(conf, "scripted:Forage", seed=1, speed=40.0)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(live=session), host="127.0.0.1", port=port, log_level="error",
+                                           ws="websockets-sansio"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if server.started:
+            break
+        time.sleep(0.05)
+
+    async def viewer(n_ticks: int) -> list[int]:
+        ticks = []
+        async with websockets.connect(f"ws://127.0.0.1:{port}/ws/live", max_size=2**24) as ws:
+            while len(ticks) < n_ticks:
+                packet = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+                if packet["type"] == "tick" and not packet["full"]:
+                    ticks.append(packet["tick"])
+        return ticks
+
+    async def all_viewers() -> list[list[int]]:
+        return await asyncio.gather(*(viewer(25) for _ in range(20)))
+
+    try:
+        results = asyncio.run(all_viewers())
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    start = max(r[0] for r in results)
+    end = min(r[-1] for r in results)
+    assert end - start >= 10
+    shared = [[t for t in r if start <= t <= end] for r in results]
+    assert all(s == list(range(start, end + 1)) for s in shared)  # same ticks, none missed
