@@ -105,8 +105,10 @@ def test_malformed_frames_get_error_frames_and_the_server_lives(replay_dir):
     client = TestClient(create_app(replay_dir=replay_dir))
     with client.websocket_connect("/ws/replay/run.replay") as ws:
         receive_until(ws, "status")
-        for bad in ("not json", "[1, 2]", '{"cmd": "jump"}', '{"cmd": "speed", "value": "fast"}',
-                    '{"cmd": "seek", "tick": -3}', '{"cmd": "seek", "tick": 999}', '{"cmd": "overlay", "name": "nope"}'):
+        bad_frames = ("not json", "[1, 2]", '{"cmd": "jump"}', '{"cmd": "speed", "value": "fast"}',
+                      '{"cmd": "seek", "tick": -3}', '{"cmd": "seek", "tick": 999}',
+                      '{"cmd": "overlay", "name": "nope"}')
+        for bad in bad_frames:
             ws.send_text(bad)
             error = receive_until(ws, "error")
             assert error["message"]
