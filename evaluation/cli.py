@@ -108,7 +108,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
 
     results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
                              workers=args.workers, time_budget=args.time_budget, metric=args.metric,
-                             break_ties=not args.draws, progress=not args.quiet)
+                             break_ties=not args.draws, progress=not args.quiet,
+                             record_dir=None if args.record is None else str(args.record))
     console = wide_console()
     console.print(history_table(results))
     console.print(leaderboard_table(results))
@@ -146,4 +147,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     tour.add_argument("--draws", action="store_true",
                       help="equal scores are draws (default: a per-episode order drawn from the seed breaks ties)")
     tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
+    tour.add_argument("--record", type=Path, default=None, metavar="DIR",
+                      help="also save every episode as a replay in DIR (watch with nmmo serve --replay-dir DIR)")
     tour.set_defaults(func=_cmd_tournament)

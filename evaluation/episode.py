@@ -70,6 +70,7 @@ class EpisodeTask:
     time_budget: float = 1.0
     startup_timeout: float = 60.0
     max_restarts: int = 5
+    replay_path: str | None = None  # record the episode and save the replay here
 
 
 @dataclass
@@ -108,7 +109,7 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     start = time.perf_counter()
     config = config_from_toml(task.config_text, task.config_name)
     n = len(task.policies)
-    env = nmmo.Env(config, seed=task.seed)
+    env = nmmo.Env(config, seed=task.seed, record=task.replay_path is not None)
     handles = [make_handle(spec, config, task.time_budget, task.startup_timeout, task.max_restarts)
                for spec in task.policies]
     order = sorted(range(n), key=lambda p: is_trusted(task.policies[p]))  # workers think while others run
@@ -135,6 +136,8 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
             ids, owners = _live(env, n)
             owner_of[ids] = owners
             reported.update(lifetimes_from_infos(infos))
+        if task.replay_path is not None:
+            env.save_replay(task.replay_path)
     finally:
         for handle in handles:
             handle.close()

@@ -17,6 +17,7 @@ import datetime
 import importlib.metadata
 import platform
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,10 +93,14 @@ def _header(mode: str, config: Config, policies: list[str], seeds: list[int], ma
 
 
 def _tasks(config: Config, policies: list[str], seeds: list[int], map_seeds: list[int], time_budget: float,
-           startup_timeout: float, max_restarts: int) -> list[EpisodeTask]:
+           startup_timeout: float, max_restarts: int, record_dir: str | None = None) -> list[EpisodeTask]:
     text = config.to_toml()
-    return [EpisodeTask(i, text, config.name, tuple(policies), s, m, time_budget, startup_timeout, max_restarts)
-            for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
+
+    def replay(i: int) -> str | None:
+        return None if record_dir is None else str(Path(record_dir) / f"episode_{i:03d}.replay")
+
+    return [EpisodeTask(i, text, config.name, tuple(policies), s, m, time_budget, startup_timeout, max_restarts,
+                        replay(i)) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
 
 
 def _pooled(results: list[EpisodeResult], policies: list[str]) -> tuple[dict, dict[str, Faults]]:
@@ -149,11 +154,13 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
 def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int = 256,
                    seed: int = 0, workers: int = 2, time_budget: float = 1.0, metric: str = "achievement",
                    anchor: str = ANCHOR, break_ties: bool = True, progress: bool = True,
-                   startup_timeout: float = 60.0, max_restarts: int = 5) -> dict[str, Any]:
+                   startup_timeout: float = 60.0, max_restarts: int = 5,
+                   record_dir: str | None = None) -> dict[str, Any]:
     """Play `episodes` episodes of `ticks` ticks with all `policies` (plus the anchor) in one world
     and rate them with TrueSkill. Ties in an episode's scores are broken by a permutation drawn
     from that episode's seed (`break_ties=False` makes them draws). Returns the result dict:
-    per-episode scores, ranks and SR, the SR history, faults and the final leaderboard (by SR)."""
+    per-episode scores, ranks and SR, the SR history, faults and the final leaderboard (by SR).
+    With `record_dir`, every episode is also saved there as a replay (``episode_000.replay``, ...)."""
     config = with_horizon(config_module.resolve(config), ticks)
     check_metric(metric)
     policies = tournament_policies(policies, anchor)
@@ -164,8 +171,8 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     settings = {"ticks": ticks, "episodes": episodes, "seed": seed, "metric": metric, "anchor": anchor,
                 "break_ties": break_ties, "beta": BETA, "time_budget": time_budget, "workers": workers,
                 "startup_timeout": startup_timeout, "max_restarts": max_restarts}
-    results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts),
-                           workers, progress, desc="tournament")
+    tasks = _tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts, record_dir)
+    results = run_episodes(tasks, workers, progress, desc="tournament")
     ratings = Ratings(policies, anchor, BETA)
     entries, history = [], []
     for result in results:  # in episode order: the ratings never depend on which episode finished first

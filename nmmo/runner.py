@@ -101,14 +101,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     console.print(f"2. tournament: {', '.join(DEMO_POLICIES)} share {config.PLAYER_N} agent slots with "
                   f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {args.ticks} "
                   "ticks on held-out maps, ranked by achievement, rated with TrueSkill")
+    replays = args.out / "replays"
     results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=args.ticks, seed=0,
-                             workers=args.workers)
+                             workers=args.workers, record_dir=str(replays))
     wide = wide_console()  # the leaderboard has 13 columns: do not squeeze it to 80 when piped
     wide.print(history_table(results))
     wide.print(leaderboard_table(results))
     paths = save_results(results, args.out)
-    console.print("3. results: " + ", ".join(str(p) for p in paths.values()), highlight=False)
-    return 0
+    console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
+                  highlight=False)
+    if not args.serve:
+        console.print(f"4. watch an episode: nmmo serve --replay {replays / 'episode_000.replay'}", highlight=False)
+        return 0
+    console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)", highlight=False)
+    args.replay, args.replay_dir, args.live = str(replays / "episode_000.replay"), str(replays), False
+    return _cmd_serve(args)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -125,6 +132,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         app, url = create_app(live=session), url + "?live=1"
     else:
         directory = Path(args.replay_dir) if args.replay_dir else Path(args.replay).parent
+        if args.replay and Path(args.replay).parent.resolve() != directory.resolve():
+            raise ValueError(f"--replay {args.replay} is not inside --replay-dir {directory}")
         if args.replay:
             from nmmo.replay import load_replay
 
@@ -162,4 +171,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--episodes", type=int, default=4, help="tournament episodes")
     demo.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
     demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where outputs go")
+    demo.add_argument("--serve", action="store_true", help="end by serving the viewer on the first episode")
+    demo.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind")
+    demo.add_argument("--port", type=int, default=8000, help="with --serve: port")
     demo.set_defaults(func=_cmd_demo)

@@ -87,3 +87,4 @@ def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "tournament" in out and "Leaderboard" in out and "scripted:Forage" in out
     assert (out_dir / "demo_map.png").is_file() and (out_dir / "results.json").is_file()
+    assert sorted(p.name for p in (out_dir / "replays").iterdir()) == ["episode_000.replay", "episode_001.replay"]
