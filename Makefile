@@ -1,13 +1,15 @@
 # Two commands do everything on a fresh machine: `make demo` and `make test`.
-# Both create .venv and install what they need first.
+# Both create .venv and install what they need first (Python packages, the viewer build and,
+# for the browser test, Debian's chromium + chromium-driver).
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+WEB := client_server/web
 SERVE ?= 1
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint web chromium bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,17 +17,31 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,serve]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(PY) -m nmmo demo
+# The 3D viewer: three.js built with vite from the committed lock file.
+$(WEB)/node_modules/.package-lock.json: $(WEB)/package-lock.json
+	cd $(WEB) && npm ci --no-audit --no-fund
+$(WEB)/dist/index.html: $(WEB)/node_modules/.package-lock.json $(WEB)/index.html $(WEB)/vite.config.js $(wildcard $(WEB)/src/*)
+	cd $(WEB) && npm run build
+web: $(WEB)/dist/index.html
+
+# Headless Chromium for the browser test, from Debian's packages (never a downloaded browser).
+chromium:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
+		(apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver)
+
+demo: $(STAMP) web
+	$(PY) -m nmmo demo $(if $(filter 0,$(SERVE)),,--serve)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-test: $(STAMP) lint
-	$(PY) -m pytest -q
+test: $(STAMP) lint web chromium
+	NMMO_REQUIRE_BROWSER=1 $(PY) -m pytest -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_mapgen.py
+	$(PY) benchmarks/bench_env.py
+	$(PY) benchmarks/bench_scripted.py
 
 clean:
-	rm -rf $(VENV) out build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) out build *.egg-info .pytest_cache .ruff_cache $(WEB)/node_modules $(WEB)/dist

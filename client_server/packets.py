@@ -67,6 +67,12 @@ def tick_packet(tick: int, frame: dict[str, np.ndarray], previous: dict[str, np.
     }
 
 
+def empty_tick(tick: int) -> dict:
+    """A tick packet that changes nothing (to carry an overlay update on its own)."""
+    return {"type": "tick", "tick": tick, "full": False, "entities": {name: [] for name in SENT_FIELDS},
+            "removed": [], "tiles": [], "attacks": []}
+
+
 def _damage_of(frame: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
     """Damage each target took this tick (summed over its attackers), looked up by id."""
     if ids.size == 0:

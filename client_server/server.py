@@ -24,7 +24,7 @@ from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from client_server.packets import dumps, header_packet, overlay_field, tick_packet, with_overlay
+from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
 from nmmo.enums import Material
 from nmmo.overlays import value_heatmap
 from nmmo.replay import ReplayError, capture, load_replay
@@ -201,9 +201,7 @@ class ReplayViewer:
             self.overlay = command["name"]
             self.overlay_sent_at = -1e9
             if self.overlay is None:
-                await self.ws.send_text(with_overlay(dumps(tick_packet(self.tick, self.replay.frame(self.tick),
-                                                                       self.replay.frame(self.tick))),
-                                                     overlay_field(None)))
+                await self.ws.send_text(with_overlay(dumps(empty_tick(self.tick)), overlay_field(None)))
             else:
                 await self.send_tick(full=True)
         elif name == "follow":
@@ -277,6 +275,11 @@ class LiveSession:
             self.tick_json = dumps(packet)
             return self.tick_json, reset
 
+    def full_packet(self) -> str:
+        """The current state as a full tick packet."""
+        with self.lock:
+            return dumps(tick_packet(self.env.realm.state.tick, self.frame, None))
+
     def overlay(self, name: str) -> dict:
         with self.lock:
             return overlay_field(name, self.env.overlays.get(name))
@@ -308,10 +311,14 @@ class LiveViewer:
         self.overlay: str | None = None
         self.follow: int | None = None
         self.overlay_sent_at = -1e9
+        self.needs_full = False
 
     def push(self, text: str, reset: bool) -> None:
         if reset:
             self._put(dumps(self.session.header()))
+        if self.needs_full:  # it missed a delta: resynchronise it with the whole state
+            self.needs_full = False
+            text = self.session.full_packet()
         if self.overlay is not None:
             now = asyncio.get_running_loop().time()
             user = self.overlay in self.session.env.overlays.user_names()
@@ -321,9 +328,10 @@ class LiveViewer:
         self._put(text)
 
     def _put(self, text: str) -> None:
-        if self.queue.full():  # a slow viewer drops old ticks rather than stalling everyone
+        if self.queue.full():  # a slow viewer drops old packets rather than stalling everyone
             with contextlib.suppress(asyncio.QueueEmpty):
                 self.queue.get_nowait()
+                self.needs_full = True
         self.queue.put_nowait(text)
 
     async def sender(self) -> None:
@@ -349,7 +357,7 @@ class LiveViewer:
             self.overlay = command["name"]
             self.overlay_sent_at = -1e9
             if self.overlay is None:
-                self._put(with_overlay(session.tick_json, overlay_field(None)))
+                self._put(with_overlay(dumps(empty_tick(session.env.realm.state.tick)), overlay_field(None)))
         elif name == "follow":
             self.follow = command["id"]
         self._put(dumps({**session.status(), "overlay": self.overlay, "follow": self.follow}))

@@ -114,7 +114,10 @@ class Recorder:
         self._overlay_versions = {}
 
     def capture(self, state: State, overlays=None) -> None:
-        """Record the tick that just happened."""
+        """Record the tick that just happened. Overlays set since the last capture belong to the
+        previous tick (the one the user was looking at when setting them)."""
+        if overlays is not None:
+            self.capture_overlays(overlays, len(self.frames) - 1)
         tick = len(self.frames)
         self.frames.append(capture(state))
         changed = np.flatnonzero(state.tiles.material.ravel() != self._last_material.ravel())
@@ -122,8 +125,6 @@ class Recorder:
             values = state.tiles.material.ravel()[changed]
             self._last_material.ravel()[changed] = values
             self.tile_events.append(np.stack([np.full(changed.size, tick), changed, values], axis=1))
-        if overlays is not None:
-            self.capture_overlays(overlays, tick)
 
     def capture_overlays(self, overlays, tick: int) -> None:
         """Store user overlays whose version changed since they were last stored."""

@@ -166,3 +166,23 @@ def test_twenty_live_viewers_receive_the_same_ticks():
     assert end - start >= 10
     shared = [[t for t in r if start <= t <= end] for r in results]
     assert all(s == list(range(start, end + 1)) for s in shared)  # same ticks, none missed
+
+
+def test_a_slow_live_viewer_is_resynchronised_with_a_full_packet():
+    from client_server.server import LiveViewer
+
+    conf = nmmo.config.Default().set("PLAYER_N", 8).set("HORIZON", 100)
+    session = LiveSession(conf, "scripted:Meander", seed=0)
+
+    async def scenario() -> list[dict]:
+        viewer = LiveViewer(websocket=None, session=session)
+        viewer.queue = asyncio.Queue(maxsize=2)
+        for _ in range(4):  # nobody drains the queue: the oldest deltas are dropped
+            text, reset = session.advance()
+            viewer.push(text, reset)
+        text, reset = session.advance()
+        viewer.push(text, reset)
+        return [json.loads(viewer.queue.get_nowait()) for _ in range(viewer.queue.qsize())]
+
+    packets = asyncio.run(scenario())
+    assert packets[-1]["type"] == "tick" and packets[-1]["full"]

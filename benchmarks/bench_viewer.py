@@ -1,0 +1,89 @@
+"""Viewer data path: live packet size and rate, and the size of a Large replay.
+
+Usage:
+    python benchmarks/bench_viewer.py                    # live streams (Medium, Large) + a 1024-tick Large replay
+    python benchmarks/bench_viewer.py --ticks 200        # shorter replay
+
+Live: a LiveSession (Meander bots, so the load is the engine and the encoder, not a policy) steps
+and encodes delta packets; we report the mean JSON bytes per tick and how many ticks per second
+the server can produce (step + encode). Replay: the file size of a recorded Large episode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+import nmmo
+import scripted
+
+LIVE_CASES = {"medium": ("Medium", 128), "large": ("Large", 1024)}
+
+
+def make_config(preset: str, agents: int):
+    base = getattr(nmmo.config, preset)
+
+    class Bench(base, nmmo.config.Resource, nmmo.config.Combat, nmmo.config.Progression, nmmo.config.NPC):
+        """Viewer benchmark config."""
+
+    return Bench().update({"PLAYER_N": agents, "MAP_N": 1, "IMMORTAL": True})
+
+
+def live(case: str, ticks: int) -> dict:
+    from client_server.server import LiveSession
+
+    preset, agents = LIVE_CASES[case]
+    session = LiveSession(make_config(preset, agents), "scripted:Meander", seed=0)
+    sizes, start = [], time.perf_counter()
+    for _ in range(ticks):
+        text, _ = session.advance()
+        sizes.append(len(text))
+    elapsed = time.perf_counter() - start
+    header = len(str(session.header()))
+    return {"case": case, "bytes_per_tick": sum(sizes) / len(sizes), "ticks_per_s": ticks / elapsed,
+            "header_bytes": header}
+
+
+def replay_size(ticks: int) -> dict:
+    conf = make_config("Large", 1024).set("HORIZON", ticks + 1)
+    env = nmmo.Env(conf, seed=0, record=True)
+    bot = scripted.Meander(conf, 0)
+    obs, _ = env.reset()
+    start = time.perf_counter()
+    for _ in range(ticks):
+        obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = time.perf_counter()
+        path = env.save_replay(Path(tmp) / "large.replay")
+        save_s = time.perf_counter() - saved
+        size = os.path.getsize(path)
+    return {"ticks": ticks, "bytes": size, "run_s": time.perf_counter() - start, "save_s": save_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--live-ticks", type=int, default=100)
+    parser.add_argument("--ticks", type=int, default=1024, help="replay length")
+    args = parser.parse_args()
+    console = Console(width=140)
+    table = Table(title="live stream (server side: step + delta encode)")
+    for column in ("case", "agents", "JSON bytes/tick", "ticks/s", "header bytes"):
+        table.add_column(column, justify="right")
+    for case in LIVE_CASES:
+        r = live(case, args.live_ticks)
+        table.add_row(case, str(LIVE_CASES[case][1]), f"{r['bytes_per_tick']:,.0f}", f"{r['ticks_per_s']:.1f}",
+                      f"{r['header_bytes']:,}")
+    console.print(table)
+    r = replay_size(args.ticks)
+    console.print(f"Large replay, 1024 agents + 1024 NPCs, {r['ticks']} ticks: {r['bytes'] / 2**20:.1f} MiB "
+                  f"(saved in {r['save_s']:.1f} s after a {r['run_s']:.0f} s run)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+// Plain-DOM overlay widgets: messages, legend, inspector, replay picker.
+
+import { NPC_COLORS, NPC_KIND_NAMES, STYLE_NAMES, colormapCSS, cssColor, teamSRGB } from './colors.js';
+
+const $ = (id) => document.getElementById(id);
+
+export function formatNumber(v) {
+  if (v === undefined || v === null || Number.isNaN(v)) return '–';
+  if (Number.isInteger(v)) return String(v);
+  const a = Math.abs(v);
+  if (a >= 1000) return v.toFixed(0);
+  if (a >= 10) return v.toFixed(1);
+  return v.toPrecision(3);
+}
+
+export class Messages {
+  constructor() {
+    this.el = $('messages');
+    this.conn = null;
+  }
+
+  error(text) {
+    const div = document.createElement('div');
+    div.className = 'msg';
+    div.textContent = text;
+    this.el.appendChild(div);
+    while (this.el.children.length > 6) this.el.removeChild(this.el.firstChild === this.conn ? this.el.children[1] : this.el.firstChild);
+    setTimeout(() => div.remove(), 15000);
+  }
+
+  /** Persistent connection note; null removes it. */
+  connection(text) {
+    if (!text) {
+      this.conn?.remove();
+      this.conn = null;
+      return;
+    }
+    if (!this.conn) {
+      this.conn = document.createElement('div');
+      this.conn.className = 'msg conn';
+      this.el.prepend(this.conn);
+    }
+    this.conn.textContent = text;
+  }
+}
+
+export class Legend {
+  // The legend's content exists only while an overlay is shown, so its text is empty otherwise.
+  constructor() {
+    this.el = $('legend');
+    this.el.replaceChildren();
+  }
+
+  show(name, min, max) {
+    const title = document.createElement('div');
+    title.className = 'legend-name';
+    title.id = 'legend-name';
+    title.textContent = name;
+    const bar = document.createElement('div');
+    bar.className = 'legend-bar';
+    bar.id = 'legend-bar';
+    bar.style.background = colormapCSS();
+    const labels = document.createElement('div');
+    labels.className = 'legend-labels';
+    const lo = document.createElement('span');
+    lo.id = 'legend-min';
+    lo.textContent = formatNumber(min);
+    const hi = document.createElement('span');
+    hi.id = 'legend-max';
+    hi.textContent = formatNumber(max);
+    labels.append(lo, ' ', hi);
+    this.el.replaceChildren(title, bar, labels);
+    this.el.hidden = false;
+  }
+
+  /** The overlay is selected but has no data at this tick. */
+  empty(name) {
+    const title = document.createElement('div');
+    title.className = 'legend-name';
+    title.id = 'legend-name';
+    title.textContent = `${name}: no data at this tick`;
+    this.el.replaceChildren(title);
+    this.el.hidden = false;
+  }
+
+  hide() {
+    this.el.hidden = true;
+    this.el.replaceChildren();
+  }
+}
+
+// Fields shown in a fixed order; anything else the server sends is listed after them.
+const ROWS = [
+  ['kind', 'kind'],
+  ['team', 'team'],
+  ['position', null],
+  ['tile', null],
+  ['health', null],
+  ['food', 'food'],
+  ['water', 'water'],
+  ['level', 'level'],
+  ['armour', 'armour'],
+  ['melee', 'melee'],
+  ['range', 'range'],
+  ['mage', 'mage'],
+  ['defense', 'defense'],
+  ['last attack', null],
+];
+const HANDLED = new Set(['id', 'row', 'col', 'health', 'max_health', 'attack_style', 'attack_target', ...ROWS.map((r) => r[1]).filter(Boolean)]);
+
+export class Inspector {
+  constructor() {
+    this.el = $('inspector');
+    this.title = $('inspector-title');
+    this.swatch = $('inspector-swatch');
+    this.table = $('inspector-table');
+    this.follow = $('follow');
+    this.cells = new Map();
+    this.id = null;
+  }
+
+  cell(label) {
+    let td = this.cells.get(label);
+    if (!td) {
+      const tr = document.createElement('tr');
+      const th = document.createElement('td');
+      th.textContent = label;
+      td = document.createElement('td');
+      tr.append(th, td);
+      this.table.appendChild(tr);
+      this.cells.set(label, td);
+    }
+    return td;
+  }
+
+  open(id) {
+    if (this.id !== id) {
+      this.table.replaceChildren();
+      this.cells.clear();
+    }
+    this.id = id;
+    this.el.hidden = false;
+  }
+
+  close() {
+    this.id = null;
+    this.el.hidden = true;
+    this.follow.checked = false;
+  }
+
+  /** Refresh from the store; `terrain` names the tile material. */
+  render(store, terrain) {
+    if (this.id === null) return;
+    const id = this.id;
+    const slot = store.index.get(id);
+    this.title.textContent = `id ${id}`;
+    if (slot === undefined) {
+      this.title.innerHTML = '';
+      this.title.append(`id ${id} `);
+      const gone = document.createElement('span');
+      gone.className = 'gone';
+      gone.textContent = '(gone)';
+      this.title.append(gone);
+      return;
+    }
+    const v = (name) => {
+      const col = store.columns.get(name);
+      return col ? col[slot] : undefined;
+    };
+    const kind = v('kind');
+    const team = v('team');
+    const rgb = kind === 0 ? teamSRGB(team) : NPC_COLORS[kind] || NPC_COLORS[0];
+    this.swatch.style.background = cssColor(rgb);
+    for (const [label, field] of ROWS) {
+      let text;
+      if (label === 'kind') text = NPC_KIND_NAMES[kind] ?? formatNumber(kind);
+      else if (label === 'team') text = team >= 0 ? formatNumber(team) : '–';
+      else if (label === 'position') text = `row ${formatNumber(v('row'))}, col ${formatNumber(v('col'))}`;
+      else if (label === 'tile') text = terrain.materialName(v('row'), v('col'));
+      else if (label === 'health') text = `${formatNumber(v('health'))} / ${formatNumber(v('max_health'))}`;
+      else if (label === 'last attack') {
+        const style = v('attack_style');
+        text = style >= 0 ? `${STYLE_NAMES[style] ?? style} → ${formatNumber(v('attack_target'))}` : '–';
+      } else {
+        const value = v(field);
+        if (value === undefined) continue;
+        text = formatNumber(value);
+      }
+      this.cell(label).textContent = text;
+    }
+    for (const [name, col] of store.columns) {
+      if (HANDLED.has(name)) continue;
+      this.cell(name).textContent = formatNumber(col[slot]);
+    }
+  }
+}
+
+/** Replay list from GET /api/replays: accepts ["name", ...] or [{name, size, ticks}, ...]. */
+export function normalizeReplays(data) {
+  const list = Array.isArray(data) ? data : Array.isArray(data?.replays) ? data.replays : [];
+  return list
+    .map((item) => {
+      if (typeof item === 'string') return { name: item };
+      if (item && typeof item === 'object') {
+        const name = item.name ?? item.file ?? item.filename;
+        return name
+          ? { name: String(name), bytes: item.bytes, size: item.size, ticks: item.ticks, config: item.config }
+          : null;
+      }
+      return null;
+    })
+    .filter(Boolean);
+}
+
+function humanBytes(n) {
+  if (typeof n !== 'number') return '';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+export class Picker {
+  constructor(onPick) {
+    this.el = $('picker');
+    this.list = $('picker-list');
+    $('picker-live').addEventListener('click', () => onPick(null));
+    $('picker-close').addEventListener('click', () => this.hide());
+    this.el.addEventListener('click', (ev) => {
+      if (ev.target === this.el) this.hide();
+    });
+    this.onPick = onPick;
+  }
+
+  show(replays) {
+    this.list.replaceChildren();
+    if (!replays.length) {
+      const li = document.createElement('li');
+      li.className = 'small';
+      li.textContent = 'no replays found';
+      this.list.appendChild(li);
+    }
+    for (const r of replays) {
+      const li = document.createElement('li');
+      const b = document.createElement('button');
+      b.className = 'replay-item';
+      b.dataset.name = r.name;
+      b.textContent = r.name;
+      const meta = document.createElement('span');
+      meta.className = 'meta';
+      const parts = [];
+      if (r.ticks !== undefined && r.ticks !== null) parts.push(`${r.ticks} ticks`);
+      if (typeof r.size === 'number') parts.push(`${r.size}² map`);
+      if (r.config) parts.push(String(r.config));
+      if (typeof r.bytes === 'number') parts.push(humanBytes(r.bytes));
+      meta.textContent = parts.join(' · ');
+      b.appendChild(meta);
+      b.addEventListener('click', () => this.onPick(r.name));
+      li.appendChild(b);
+      this.list.appendChild(li);
+    }
+    this.el.hidden = false;
+  }
+
+  hide() {
+    this.el.hidden = true;
+  }
+}

@@ -1,0 +1,179 @@
+"""The viewer in real headless Chromium (Debian's chromium + chromedriver, driven by selenium).
+
+Skipped when the browser or the built viewer is missing, unless NMMO_REQUIRE_BROWSER=1 (set by
+`make test`, which installs both first), in which case their absence fails the test.
+"""
+
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("selenium")
+import uvicorn  # noqa: E402
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+import nmmo  # noqa: E402
+import scripted  # noqa: E402
+from client_server.server import WEB_DIST, create_app  # noqa: E402
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "out" / "test-artifacts"
+
+
+def _require(condition: bool, reason: str) -> None:
+    if not condition:
+        if os.environ.get("NMMO_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """Decode an 8-bit RGB/RGBA non-interlaced PNG (what Chromium's screenshots are) to H x W x C."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6)
+            channels = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(height, 1 + width * channels)
+    out = np.zeros((height, width * channels), dtype=np.int32)
+    prev = np.zeros(width * channels, dtype=np.int32)
+    for y in range(height):
+        kind, line = raw[y, 0], raw[y, 1:].astype(np.int32)
+        if kind == 0:
+            row = line
+        elif kind == 2:
+            row = (line + prev) & 0xFF
+        else:  # Sub, Average, Paeth need the left neighbour: per byte
+            row = np.zeros_like(line)
+            for x in range(line.size):
+                left = row[x - channels] if x >= channels else 0
+                up, corner = prev[x], prev[x - channels] if x >= channels else 0
+                if kind == 1:
+                    predictor = left
+                elif kind == 3:
+                    predictor = (left + up) // 2
+                else:
+                    p = left + up - corner
+                    pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                    predictor = left if pa <= pb and pa <= pc else (up if pb <= pc else corner)
+                row[x] = (line[x] + predictor) & 0xFF
+        out[y], prev = row, row
+    return out.reshape(height, width, channels)[:, :, :3].astype(np.uint8)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("browser_replays")
+    conf = nmmo.config.Default().set("PLAYER_N", 32).set("HORIZON", 60).set("MAP_CENTER", 48)
+    env = nmmo.Env(conf, seed=2, record=True)
+    bot = scripted.Forage(conf, 0)
+    obs, _ = env.reset()
+    gradient = np.add.outer(np.arange(conf.MAP_SIZE), np.arange(conf.MAP_SIZE)).astype(float)
+    env.overlays.register("gradient", gradient)
+    for _ in range(30):
+        obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
+    env.save_replay(directory / "browser.replay")
+    port = free_port()
+    app = create_app(replay_dir=directory)
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", ws="websockets-sansio"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if srv.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require(Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(),
+             "Debian chromium and chromium-driver are not installed (make test installs them)")
+    _require((WEB_DIST / "index.html").is_file(), "the viewer is not built (make web)")
+    profile = tempfile.mkdtemp(prefix="nmmo-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage",
+                 "--window-size=1200,800", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot(driver, name: str) -> np.ndarray:
+    png = driver.get_screenshot_as_png()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / name).write_bytes(png)
+    return decode_png(png)
+
+
+def wait_for(driver, script: str, timeout: float = 20.0):
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: d.execute_script(script))
+
+
+def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
+    browser.get(f"{server}/?replay=browser.replay")
+    wait_for(browser, "return window.viewer && window.viewer.packets > 0")
+    time.sleep(1.0)  # a few frames drawn
+    before = screenshot(browser, "viewer.png")
+    sample = before[::8, ::8].reshape(-1, 3)
+    colours = {tuple(c) for c in sample}
+    assert len(colours) >= 4, "the canvas looks blank"
+    terrain = [(122, 178, 74), (44, 110, 196), (30, 96, 44)]  # grass, water, forest (before shading)
+    near = [np.any(np.abs(sample.astype(int) - rgb).sum(axis=1) < 90) for rgb in terrain]
+    assert sum(near) >= 2, "fewer than two terrain colours on screen"
+
+    Select(browser.find_element(By.ID, "overlay-select")).select_by_value("gradient")
+    wait_for(browser, "return document.getElementById('legend').innerText.length > 0")
+    time.sleep(1.0)
+    after = screenshot(browser, "viewer_overlay.png")
+    changed = np.abs(after.astype(int) - before.astype(int)).sum(axis=2) > 30
+    assert changed.mean() > 0.05, "selecting an overlay did not change the picture"
+
+    browser.execute_script(
+        "const s = document.getElementById('seek'); s.value = 12;"
+        "s.dispatchEvent(new Event('input', {bubbles: true})); s.dispatchEvent(new Event('change', {bubbles: true}));")
+    wait_for(browser, "return window.viewer.tick === 12")
+
+    agent = browser.execute_script("return window.viewer.entityIds().find(id => id > 0)")
+    position = browser.execute_script(f"return window.viewer.screenPosition({agent})")
+    canvas = browser.find_element(By.ID, "canvas")
+    rect = browser.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.width, "
+                                  "r.height]", canvas)
+    x, y = position["x"] - rect[0] - rect[2] / 2, position["y"] - rect[1] - rect[3] / 2
+    ActionChains(browser).move_to_element_with_offset(canvas, int(x), int(y)).click().perform()
+    wait_for(browser, f"return document.getElementById('inspector').innerText.includes('id {agent}')")
+    screenshot(browser, "viewer_inspector.png")
