@@ -14,7 +14,9 @@ SERVE ?= 1
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,serve]'
+	# torch first, pinned: its CPU build; a bare range would pull a multi-GB CUDA build
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev,serve,train]'
 	touch $(STAMP)
 
 # The 3D viewer: three.js built with vite from the committed lock file.

@@ -47,7 +47,7 @@ from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.enums import Direction, EntityAttr, TileAttr
 from nmmo.metrics import lifetime_metrics
-from nmmo.obs import ObservationBuilder, Observations
+from nmmo.obs import ObservationBuilder, Observations, as_index
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
 from nmmo.replay import Recorder
@@ -66,6 +66,9 @@ class BatchStep:
     truncated: np.ndarray  # bool
     agent_ids: np.ndarray  # int64 id of the agent each row belongs to (0: empty slot)
     alive: np.ndarray  # bool: the slot holds a live agent after this step
+    episodes: dict[str, np.ndarray] | None = None  # lifetime metrics of the slots that finished (terminated
+    #                                               or truncated) this step, one entry per such slot
+    episode_slots: np.ndarray | None = None
 
 
 class Env(ParallelEnv):
@@ -231,7 +234,9 @@ class Env(ParallelEnv):
         ids = np.where(alive_before, ids_before, 0)
         alive = ent.alive[: self.n_slots].copy()
         ids = np.where(alive & ~terminated, ent.id[: self.n_slots], ids)
-        return BatchStep(self._obs, rewards, terminated, truncated, ids, alive & ~truncated)
+        finished = np.flatnonzero(terminated | truncated)
+        episodes = lifetime_metrics(self.realm.state, finished) if finished.size else None
+        return BatchStep(self._obs, rewards, terminated, truncated, ids, alive & ~truncated, episodes, finished)
 
     # ------------------------------------------------------------ replays
     def record(self) -> None:
@@ -307,7 +312,7 @@ class Env(ParallelEnv):
     def _obs_dicts(self, slots: np.ndarray) -> dict[int, dict]:
         o = self._obs
         tick = self.realm.state.tick
-        index = slots if slots.size == 0 or slots[-1] - slots[0] + 1 != slots.size else slice(slots[0], slots[-1] + 1)
+        index = as_index(slots)
         # Iterating over the stacked arrays yields per-agent views at C speed.
         rows = zip(self.realm.state.entities.id[slots].tolist(), o.tile[index], o.entity[index],
                    o.move_mask[index], o.style_mask[index], o.target_mask[index], strict=True)

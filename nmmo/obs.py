@@ -153,7 +153,7 @@ class ObservationBuilder:
         tile[:, :, TileAttr.OCCUPIED] = occ_rm >= 0
         tile[:, :, TileAttr.ROW] = rows[:, None] + self.tile_dr
         tile[:, :, TileAttr.COL] = cols[:, None] + self.tile_dc
-        out.tile[_as_index(slots)] = tile
+        out.tile[as_index(slots)] = tile
 
         # Entities in distance order, compacted to the first PLAYER_N_OBS.
         occ = occ_rm.take(self.sorted_to_rowmajor, axis=1)
@@ -197,8 +197,9 @@ def _refcounts(buffer: Observations) -> tuple[int, ...]:
     return (sys.getrefcount(buffer), *(sys.getrefcount(a) for a in buffer.arrays()))
 
 
-def _as_index(slots: np.ndarray) -> slice | np.ndarray:
-    """A slice when `slots` is a consecutive run (cheaper to assign through), else the array."""
-    if slots.size and slots[-1] - slots[0] + 1 == slots.size:
+def as_index(slots: np.ndarray) -> slice | np.ndarray:
+    """A slice when `slots` is an increasing consecutive run (cheaper than fancy indexing), else the
+    array itself. (First and last alone do not decide it: [0, 2, 1, 3] is not a run.)"""
+    if slots.size and slots[-1] - slots[0] + 1 == slots.size and (slots.size < 2 or np.all(np.diff(slots) == 1)):
         return slice(int(slots[0]), int(slots[-1]) + 1)
     return slots

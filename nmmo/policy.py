@@ -3,7 +3,7 @@
 A policy is built as ``Policy(config)`` and implements ``act(observations) -> actions`` for all the
 agents it controls at once (so it can vectorize), plus an optional ``reset(seed)``. A spec string
 names one: ``random``, ``idle``, ``pkg.module:Class`` (the scripted bots are ``scripted:Forage``
-and friends) or ``path/to/file.py:Class``; checkpoints join with the training issue.
+and friends), ``path/to/file.py:Class`` or ``ckpt:PATH`` (a PPO checkpoint from `nmmo train`).
 """
 
 from __future__ import annotations
@@ -67,6 +67,15 @@ def load_policy_class(spec: str) -> type:
     """Resolve a policy spec string to a class; errors say which part of the spec failed."""
     if spec in BUILTIN:
         return BUILTIN[spec]
+    if spec.startswith("ckpt:"):
+        path = spec[len("ckpt:"):]
+        if not Path(path).is_file():
+            raise ValueError(f"checkpoint {path!r} does not exist")
+        try:
+            from baselines.policy import CheckpointPolicy
+        except ImportError as err:
+            raise ValueError(f"ckpt: policies need the [train] extra (torch): {err}") from None
+        return type("Checkpoint", (CheckpointPolicy,), {"path": path})
     if ":" not in spec:
         raise ValueError(f"policy spec {spec!r} is not one of {sorted(BUILTIN)} and has no ':Class' part "
                          "(use pkg.module:Class or path/to/file.py:Class)")

@@ -18,24 +18,41 @@ console = Console()
 METRICS = ("lifetime", "player_kills", "equipment", "explore", "forage", "achievement")
 
 
-def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = True) -> dict:
-    """Run one policy for every agent for `ticks` ticks; return per-lifetime metrics and timing."""
+def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = True, record: str | None = None,
+             value_overlay: bool = False) -> dict:
+    """Run one policy for every agent for `ticks` ticks; return per-lifetime metrics and timing.
+
+    `record` saves a replay there; `value_overlay` paints the policy's value estimates at agent
+    positions into a "value" overlay every tick (the policy must expose `last_values`, as
+    checkpoints do)."""
     from tqdm import tqdm
 
     import nmmo
+    from nmmo.enums import EntityAttr
+    from nmmo.overlays import value_heatmap
     from nmmo.policy import load_policy_class
 
     config.set("HORIZON", max(config.HORIZON, ticks))
-    env = nmmo.Env(config, seed=seed)
+    env = nmmo.Env(config, seed=seed, record=record is not None)
     policy = load_policy_class(policy_spec)(config)
+    if value_overlay and not hasattr(policy, "last_values"):
+        raise ValueError(f"{policy_spec} has no value estimates (last_values); value overlays need a checkpoint")
     if hasattr(policy, "reset"):
         policy.reset(seed)
     obs, _ = env.reset()
+    if value_overlay:
+        env.overlays.register("value", np.zeros((config.MAP_SIZE, config.MAP_SIZE)))
     lifetimes: list[dict] = []
     step_time = 0.0
     agent_steps = 0
     for _ in tqdm(range(ticks), desc=f"{policy_spec} on {config.name}", unit="tick", disable=not progress):
-        actions = policy.act({a: o for a, o in obs.items() if a in env.agents})
+        live = {a: o for a, o in obs.items() if a in env.agents}
+        actions = policy.act(live)
+        if value_overlay and live:
+            me = np.stack([live[a]["Entity"][0] for a in policy.last_values])
+            values = np.array(list(policy.last_values.values()))
+            env.overlays.update("value", value_heatmap(config.MAP_SIZE, me[:, EntityAttr.ROW], me[:, EntityAttr.COL],
+                                                       values))
         start = time.perf_counter()
         obs, _, terminations, truncations, infos = env.step(actions)
         step_time += time.perf_counter() - start
@@ -51,6 +68,8 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         rows = np.flatnonzero(state.entities.alive[: env.n_slots])
         metrics = lifetime_metrics(state, rows)
         lifetimes += [{k: v[i].item() for k, v in metrics.items()} for i in range(rows.size)]
+    if record is not None:
+        env.save_replay(record)
     return {"lifetimes": lifetimes, "ticks": env.realm.state.tick, "step_time": step_time,
             "agent_steps": agent_steps, "issued": env.realm.state.next_player_id - 1,
             "npcs": len(env.realm.npcs)}
@@ -72,7 +91,9 @@ def metric_table(title: str, lifetimes: list[dict]) -> Table:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     config = config_module.resolve(args.config)
-    result = simulate(config, args.policy, args.ticks, args.seed)
+    result = simulate(config, args.policy, args.ticks, args.seed, record=args.record, value_overlay=args.value_overlay)
+    if args.record:
+        console.print(f"replay: {args.record}  (watch: nmmo serve --replay {args.record})", highlight=False)
     console.print(metric_table(f"{args.policy} on {config.name}: {len(result['lifetimes'])} lifetimes, "
                                f"{result['ticks']} ticks", result["lifetimes"]))
     console.print(f"{result['agent_steps'] / max(result['step_time'], 1e-9):,.0f} agent-steps/s in env.step")
@@ -118,6 +139,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _cmd_serve(args)
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    try:
+        from baselines.ppo import Args, train
+    except ImportError as err:
+        raise ValueError(f"training needs the [train] extra (pip install torch==2.13.0, then -e '.[train]'): "
+                         f"{err}") from None
+    summary = train(Args(config=args.config, minutes=args.minutes, out=args.out, num_envs=args.num_envs,
+                         workers=args.workers, hidden=args.hidden, iterations=args.iterations, seed=args.seed,
+                         resume=args.resume, wandb=args.wandb, device=args.device))
+    last = summary["history"][-1] if summary["history"] else {}
+    lifetime = last.get("lifetime", float("nan"))
+    console.print(f"trained {summary['iterations']} iterations, {summary['steps']:,} agent-steps "
+                  f"({summary['parameters']:,} parameters); last mean lifetime {lifetime:.1f}; "
+                  f"checkpoint {summary['checkpoint']}; curves {args.out}/curves.png", highlight=False)
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         from client_server.server import LiveSession, create_app, serve
@@ -151,7 +189,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--policy", default="random", help="random, idle, pkg.module:Class or file.py:Class")
     run.add_argument("--ticks", type=int, default=256)
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--record", default=None, metavar="PATH", help="save the run as a replay")
+    run.add_argument("--value-overlay", action="store_true",
+                     help="paint the policy's value estimates into a 'value' overlay (checkpoints)")
     run.set_defaults(func=_cmd_run)
+
+    train = sub.add_parser("train", help="train the PPO baseline (needs the [train] extra)")
+    train.add_argument("--config", default="train_small", help="config name, preset or TOML path")
+    train.add_argument("--minutes", type=float, default=20.0)
+    train.add_argument("--out", default="out/train", help="checkpoint, logs and curves go here")
+    train.add_argument("--num-envs", type=int, default=4)
+    train.add_argument("--workers", type=int, default=0, help="env worker processes")
+    train.add_argument("--hidden", type=int, default=64, help="LSTM hidden size")
+    train.add_argument("--iterations", type=int, default=0, help="stop after this many PPO iterations")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    train.add_argument("--wandb", action="store_true", help="also log to wandb (offline unless logged in)")
+    train.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    train.set_defaults(func=_cmd_train)
 
     srv = sub.add_parser("serve", help="serve the 3D viewer for a replay or a live run")
     srv.add_argument("--replay", default=None, metavar="PATH", help="a .replay file to watch")

@@ -334,3 +334,20 @@ def test_reset_can_name_the_map():
     assert np.array_equal(env.realm.map.material, world.get_map(conf, held_out).material)
     with pytest.raises(ValueError, match="map_seed"):
         env.reset(options={"map_seed": -3})
+
+
+def test_each_observation_belongs_to_its_agent_through_deaths_and_respawns():
+    """Regression: spawned slots are appended after the others, so the slot list can be a
+    permutation of a contiguous range ([0, 2, 1, 3]); rows must still follow the ids."""
+    env = nmmo.Env(AllSmall().set("PLAYER_SPAWN_ATTEMPTS", 8).set("HORIZON", 300), seed=11)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    checked = 0
+    while env.agents:
+        obs, _, terms, _, _ = env.step(random_actions(env, obs, rng))
+        for agent, ob in obs.items():
+            assert ob["AgentId"] == agent
+            if not terms[agent]:
+                assert ob["Entity"][0, EntityAttr.ID] == agent and ob["Entity"][0, EntityAttr.IS_SELF] == 1
+                checked += 1
+    assert checked > 1000

@@ -1,0 +1,68 @@
+"""A trained checkpoint as a policy (`ckpt:PATH`), for tournaments, `nmmo run` and value overlays.
+
+It keeps each agent's LSTM memory between calls (keyed by agent id; new agents start fresh, gone
+ones are forgotten), acts for all its agents in one batched forward pass, and keeps the value
+estimates of its last call in `last_values` (used to paint the value-function overlay).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from baselines.model import Policy
+from baselines.ppo import act, load_checkpoint
+from nmmo.config import Config
+
+
+class CheckpointPolicy:
+    """Plays a PPO checkpoint. Subclasses set `path` (see `nmmo.policy.load_policy_class`)."""
+
+    path: str = ""
+
+    def __init__(self, config: Config, seed: int | None = None, path: str | None = None,
+                 greedy: bool = False) -> None:
+        checkpoint = load_checkpoint(path or self.path)
+        self.model = Policy(**checkpoint["model_kwargs"])
+        self.model.load_state_dict(checkpoint["model"])
+        self.model.eval()
+        self.greedy = greedy
+        self.memory: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.last_values: dict[int, float] = {}
+        self.trained_steps = int(checkpoint["step"])
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.memory.clear()
+        self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
+
+    def act(self, observations: dict[int, dict]) -> dict[int, dict]:
+        if not observations:
+            return {}
+        ids = list(observations)
+        obs = list(observations.values())
+        tensors = {
+            "tile": torch.as_tensor(np.stack([o["Tile"] for o in obs])),
+            "entity": torch.as_tensor(np.stack([o["Entity"] for o in obs])),
+            "move_mask": torch.as_tensor(np.stack([o["ActionTargets"]["Move"]["Direction"] for o in obs])),
+            "style_mask": torch.as_tensor(np.stack([o["ActionTargets"]["Attack"]["Style"] for o in obs])),
+            "target_mask": torch.as_tensor(np.stack([o["ActionTargets"]["Attack"]["Target"] for o in obs])),
+        }
+        zeros = torch.zeros(self.model.hidden)
+        h = torch.stack([self.memory.get(i, (zeros, zeros))[0] for i in ids]).unsqueeze(0)
+        c = torch.stack([self.memory.get(i, (zeros, zeros))[1] for i in ids]).unsqueeze(0)
+        with torch.no_grad():
+            state = torch.get_rng_state()
+            torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=self.generator)))
+            actions, _, values, (h, c) = act(self.model, tensors, (h, c), torch.zeros(len(ids)), self.greedy)
+            torch.set_rng_state(state)
+        self.memory = {i: (h[0, k], c[0, k]) for k, i in enumerate(ids)}
+        self.last_values = dict(zip(ids, values.tolist(), strict=True))
+        n_obs = tensors["target_mask"].shape[1] - 1
+        out = {}
+        for i, (move, style, target) in zip(ids, actions.tolist(), strict=True):
+            action = {"Move": {"Direction": int(move)}}
+            if target < n_obs:
+                action["Attack"] = {"Style": int(style), "Target": int(target)}
+            out[i] = action
+        return out

@@ -1,0 +1,361 @@
+"""Recurrent PPO for nmmo, in one readable file (every hyper-parameter in `Args`).
+
+Shared weights across all agents; rollouts from `nmmo.vector.VectorEnv` (no per-agent Python on the
+hot path: one batched forward per tick for every agent slot of every env); the LSTM memory of a slot
+is reset when a new agent takes it; GAE, clipped objective, value loss, entropy bonus; minibatches
+are sets of whole slot sequences so the recurrence replays in order. Logs a CSV/JSON row per
+iteration and PNG curves; wandb only when asked (offline unless you are logged in). Checkpoints are
+written atomically and `--resume` continues from one, step count included.
+
+    python -m baselines.ppo --config train_small --minutes 20
+    nmmo train --config small_maps --minutes 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from baselines.model import Policy, parameter_count, to_tensors
+from nmmo import config as config_module
+from nmmo.vector import METRIC_NAMES, VectorEnv
+from nmmo.world import atomic_write_bytes
+
+
+@dataclass
+class Args:
+    config: str = "train_small"
+    """Config name, preset or TOML path of the training envs."""
+    num_envs: int = 4
+    """Envs stepped together."""
+    workers: int = 0
+    """Env worker processes (0: step them in the trainer's process)."""
+    rollout_len: int = 64
+    """Ticks per rollout (also the length of the replayed LSTM sequences)."""
+    minutes: float = 20.0
+    """Wall-clock training budget."""
+    total_steps: int = 0
+    """Stop after this many agent-steps (0: only the time budget)."""
+    iterations: int = 0
+    """Stop after this many PPO iterations (0: no limit)."""
+    hidden: int = 64
+    """LSTM hidden size (and width of the fused state)."""
+    lr: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    epochs: int = 2
+    """PPO epochs per rollout."""
+    minibatches: int = 4
+    """Minibatches per epoch (each a set of whole slot sequences)."""
+    seed: int = 0
+    device: str = "cpu"
+    threads: int = 2
+    """torch threads."""
+    out: str = "out/train"
+    """Directory for the checkpoint, logs and curves."""
+    resume: bool = False
+    """Continue from out/checkpoint.pt."""
+    wandb: bool = False
+    """Log to Weights & Biases too (offline unless WANDB_MODE says otherwise)."""
+    progress: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config) -> None:
+    buffer = io.BytesIO()
+    torch.save({"model": model.state_dict(), "model_kwargs": model.kwargs, "optimizer": optimizer.state_dict(),
+                "args": dataclasses.asdict(args), "step": step, "iteration": iteration,
+                "config_toml": config.to_toml(), "config_name": config.name}, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_checkpoint(path: str | os.PathLike, device: str = "cpu") -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"checkpoint {str(path)!r} does not exist")
+    try:
+        return torch.load(path, map_location=device, weights_only=False)
+    except Exception as err:  # a truncated or foreign file
+        raise ValueError(f"checkpoint {str(path)!r} cannot be read: {err}") from None
+
+
+def act(model: Policy, obs: dict[str, torch.Tensor], state, reset: torch.Tensor, greedy: bool = False):
+    """Actions for every row: (rows, 3) [direction, style, target], their joint log-prob, values, state."""
+    move, style, target, value, state = model(obs, state, reset)
+    parts, logp = [], 0.0
+    for logits in (move, style, target):
+        dist = torch.distributions.Categorical(logits=logits)
+        choice = logits.argmax(-1) if greedy else dist.sample()
+        parts.append(choice)
+        logp = logp + dist.log_prob(choice)
+    return torch.stack(parts, dim=1), logp, value, state
+
+
+def train(args: Args) -> dict:
+    """Run PPO; returns a summary (steps, iterations, throughput, last metrics)."""
+    from tqdm import tqdm
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = config_module.resolve(args.config)
+    vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers)
+    side = 2 * config.PLAYER_VISION_RADIUS + 1
+    model = Policy(side=side, hidden=args.hidden).to(args.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
+    step, iteration = 0, 0
+    log_path = out / "log.csv"
+    if args.resume:
+        ckpt = load_checkpoint(out / "checkpoint.pt", args.device)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        step, iteration = ckpt["step"], ckpt["iteration"]
+    elif log_path.exists():
+        log_path.unlink()
+    run = _wandb(args, config) if args.wandb else None
+
+    rows, t_len = vec.rows, args.rollout_len
+    obs = vec.reset()
+    state = model.initial_state(rows, args.device)
+    prev_ids = np.zeros(rows, dtype=np.int64)
+    started = time.perf_counter()
+    deadline = started + 60 * args.minutes
+    history: list[dict] = []
+    bar = tqdm(desc="train", unit="step", disable=not args.progress, initial=step)
+    try:
+        while time.perf_counter() < deadline and (not args.total_steps or step < args.total_steps) and (
+                not args.iterations or iteration < args.iterations):
+            timing = {"env": 0.0, "inference": 0.0, "learn": 0.0}
+            batch = {k: np.zeros((t_len, rows, *v.shape[1:]), v.dtype) for k, v in obs.items()}
+            actions = np.zeros((t_len, rows, 3), np.int64)
+            logps, values = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), np.float32)
+            rewards, dones = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), bool)
+            valid, resets = np.zeros((t_len, rows), bool), np.zeros((t_len, rows), bool)
+            initial_state = (state[0].clone(), state[1].clone())
+            episodes = []
+            for t in range(t_len):
+                alive = vec.buffers["alive"].copy()
+                ids = vec.buffers["agent_id"].copy()
+                resets[t] = ids != prev_ids  # a new agent (or none) in the slot: fresh memory
+                prev_ids = ids
+                for k, v in obs.items():
+                    batch[k][t] = v
+                tick = time.perf_counter()
+                with torch.no_grad():
+                    a, logp, value, state = act(model, to_tensors(obs, args.device), state,
+                                                torch.as_tensor(resets[t], device=args.device))
+                a = a.cpu().numpy()
+                timing["inference"] += time.perf_counter() - tick
+                actions[t], logps[t], values[t] = a, logp.cpu().numpy(), value.cpu().numpy()
+                valid[t] = alive
+                tick = time.perf_counter()
+                result = vec.step(np.where(alive[:, None], a, np.array([4, -1, -1])))
+                timing["env"] += time.perf_counter() - tick
+                rewards[t] = result.reward
+                dones[t] = result.terminated | result.truncated
+                episodes.append(result.episodes)
+                obs = result.obs
+            step += int(valid.sum())
+
+            tick = time.perf_counter()
+            with torch.no_grad():
+                next_reset = torch.as_tensor(vec.buffers["agent_id"] != prev_ids, device=args.device)
+                _, _, _, next_value, _ = model(to_tensors(obs, args.device), state, next_reset)
+            advantages = _gae(rewards, values, dones, next_value.cpu().numpy(), args.gamma, args.gae_lambda)
+            losses = _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets,
+                             initial_state)
+            timing["learn"] += time.perf_counter() - tick
+            iteration += 1
+            finished = np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
+            row = _log_row(iteration, step, started, timing, valid, rewards, finished, losses)
+            history.append(row)
+            _append_log(out, row)
+            if run is not None:
+                run.log(row, step=step)
+            bar.update(int(valid.sum()))
+            bar.set_postfix(sps=f"{row['agent_steps_per_s']:.0f}", life=f"{row.get('lifetime', float('nan')):.1f}")
+            save_checkpoint(out / "checkpoint.pt", model, optimizer, args, step, iteration, config)
+    finally:
+        bar.close()
+        vec.close()
+        if run is not None:
+            run.finish()
+    curves(out)
+    return {"steps": step, "iterations": iteration, "parameters": parameter_count(model),
+            "history": history, "checkpoint": str(out / "checkpoint.pt")}
+
+
+def _gae(rewards, values, dones, next_value, gamma, lam) -> np.ndarray:
+    """Generalized advantage estimates over (T, rows); a done ends the agent's episode."""
+    t_len = rewards.shape[0]
+    advantages = np.zeros_like(rewards)
+    last = np.zeros(rewards.shape[1], np.float32)
+    for t in reversed(range(t_len)):
+        following = next_value if t == t_len - 1 else values[t + 1]
+        alive_next = 1.0 - dones[t]
+        delta = rewards[t] + gamma * following * alive_next - values[t]
+        last = delta + gamma * lam * alive_next * last
+        advantages[t] = last
+    return advantages
+
+
+def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, initial_state) -> dict:
+    t_len, rows = valid.shape
+    returns = advantages + values
+    order = np.arange(rows)
+    stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": []}
+    for _ in range(args.epochs):
+        np.random.shuffle(order)
+        for cols in np.array_split(order, args.minibatches):
+            def take(a: np.ndarray, cols: np.ndarray = cols) -> torch.Tensor:
+                return torch.as_tensor(a[:, cols].reshape(t_len * len(cols), *a.shape[2:]))
+
+            obs = {k: take(v) for k, v in batch.items()}
+            move, style, target, value = model.unroll(obs, (initial_state[0][:, cols], initial_state[1][:, cols]),
+                                                      torch.as_tensor(resets[:, cols]))
+            a = take(actions)
+            new_logp, entropy = 0.0, 0.0
+            for i, logits in enumerate((move, style, target)):
+                dist = torch.distributions.Categorical(logits=logits)
+                new_logp = new_logp + dist.log_prob(a[:, i])
+                entropy = entropy + dist.entropy()
+            mask = take(valid).float()
+            adv = take(advantages)
+            if mask.sum() > 1:  # normalise over the valid rows only
+                adv = (adv - adv[mask > 0].mean()) / (adv[mask > 0].std() + 1e-8)
+            ratio = torch.exp(new_logp - take(logps))
+            clipped = torch.clamp(ratio, 1 - args.clip, 1 + args.clip)
+            policy_loss = -(torch.min(ratio * adv, clipped * adv) * mask).sum() / mask.sum().clamp(min=1)
+            value_loss = (((value - take(returns)) ** 2) * mask).sum() / mask.sum().clamp(min=1)
+            entropy_mean = (entropy * mask).sum() / mask.sum().clamp(min=1)
+            loss = policy_loss + args.vf_coef * value_loss - args.ent_coef * entropy_mean
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            optimizer.step()
+            with torch.no_grad():
+                kl = (((ratio - 1) - torch.log(ratio)) * mask).sum() / mask.sum().clamp(min=1)
+            for name, value_ in (("policy_loss", policy_loss), ("value_loss", value_loss),
+                                 ("entropy", entropy_mean), ("approx_kl", kl)):
+                stats[name].append(float(value_.detach()))
+    return {k: float(np.mean(v)) for k, v in stats.items()}
+
+
+def _log_row(iteration, step, started, timing, valid, rewards, finished, losses) -> dict:
+    elapsed = time.perf_counter() - started
+    steps_now = int(valid.sum())
+    busy = sum(timing.values())
+    row = {"iteration": iteration, "step": step, "seconds": elapsed,
+           "agent_steps_per_s": steps_now / max(busy, 1e-9),
+           "rollout_steps_per_s": steps_now / max(timing["env"] + timing["inference"], 1e-9),
+           "env_s": timing["env"], "inference_s": timing["inference"], "learn_s": timing["learn"],
+           "reward": float(rewards[valid].mean()) if valid.any() else 0.0, "episodes": int(len(finished)), **losses}
+    for i, name in enumerate(METRIC_NAMES):
+        row[name] = float(finished[:, i].mean()) if len(finished) else float("nan")
+    return row
+
+
+def _append_log(out: Path, row: dict) -> None:
+    path = out / "log.csv"
+    new = not path.exists()
+    with path.open("a") as f:
+        if new:
+            f.write(",".join(row) + "\n")
+        f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row.values()) + "\n")
+    with (out / "log.jsonl").open("a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def read_log(out: str | os.PathLike) -> list[dict]:
+    path = Path(out) / "log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def curves(out: str | os.PathLike) -> Path | None:
+    """PNG training curves from the log (lifetime, reward, metrics, losses, throughput)."""
+    rows = read_log(out)
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("lifetime", "mean lifetime (finished agents)"), ("reward", "mean reward per agent-step"),
+              ("achievement", "achievement"), ("explore", "explore"), ("forage", "forage"),
+              ("policy_loss", "policy loss"), ("value_loss", "value loss"), ("entropy", "entropy"),
+              ("agent_steps_per_s", "agent-steps/s (end to end)")]
+    fig, axes = plt.subplots(3, 3, figsize=(12, 9))
+    steps = [r["step"] for r in rows]
+    for ax, (key, title) in zip(axes.ravel(), panels, strict=True):
+        ax.plot(steps, [r.get(key, float("nan")) for r in rows])
+        ax.set_title(title)
+        ax.set_xlabel("agent-steps")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    plt.close(fig)
+    path = Path(out) / "curves.png"
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+def _wandb(args: Args, config):  # pragma: no cover - optional dependency
+    try:
+        import wandb
+    except ImportError as err:
+        raise ValueError("--wandb needs the wandb package (pip install -e '.[train]')") from err
+    os.environ.setdefault("WANDB_MODE", "offline")
+    return wandb.init(project="flatmmo", config={**dataclasses.asdict(args), "env": config.to_dict()},
+                      dir=args.out)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per `Args` field, its docstring as help."""
+    import ast
+    import inspect
+
+    docs = {}
+    source = inspect.getsource(Args)
+    tree = ast.parse(source)
+    body = tree.body[0].body
+    for node, following in zip(body, body[1:] + [None], strict=True):
+        if isinstance(node, ast.AnnAssign) and isinstance(following, ast.Expr):
+            docs[node.target.id] = following.value.value
+    for f in dataclasses.fields(Args):
+        if f.name == "extra":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
+        else:
+            kind = {"int": int, "float": float, "str": str}.get(str(f.type), str)
+            parser.add_argument(flag, type=kind, default=f.default, help=docs.get(f.name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parsed = vars(parser.parse_args(argv))
+    summary = train(Args(**parsed))
+    print(json.dumps({k: v for k, v in summary.items() if k != "history"}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

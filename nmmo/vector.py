@@ -1,0 +1,234 @@
+"""A vector env: K envs stepped as one, returning stacked arrays for K x agent slots.
+
+Row ``k * PLAYER_N + s`` of every array is slot ``s`` of env ``k``. Envs that reach their horizon
+reset at once (their rows report ``truncated`` and then hold the new episode's agents). With
+``workers > 0`` the envs are split across worker processes that write observations straight into
+shared-memory buffers, so the parent reads them without copies or pickling; ``workers=0`` steps
+them in this process. Either way the results are identical for the same seeds.
+
+    vec = VectorEnv(config, num_envs=8, seed=0, workers=2)
+    obs = vec.reset()
+    out = vec.step(actions)          # actions: (8 * PLAYER_N, 3) ints, as in Env.step_arrays
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from dataclasses import dataclass
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from nmmo import config as config_module
+from nmmo.config import Config
+
+OBS_FIELDS = {  # name -> (per-slot shape builder, dtype)
+    "tile": (lambda c: ((2 * c.PLAYER_VISION_RADIUS + 1) ** 2, 4), np.int16),
+    "entity": (lambda c: (c.PLAYER_N_OBS, 19), np.int32),
+    "move_mask": (lambda c: (5,), np.int8),
+    "style_mask": (lambda c: (3,), np.int8),
+    "target_mask": (lambda c: (c.PLAYER_N_OBS + 1,), np.int8),
+}
+STEP_FIELDS = {"reward": np.float32, "terminated": bool, "truncated": bool, "alive": bool, "agent_id": np.int64}
+METRIC_NAMES = ("lifetime", "player_kills", "equipment", "explore", "forage", "achievement")
+
+
+@dataclass
+class VecStep:
+    """Stacked outputs; `episodes` holds one row of metrics per agent that finished this step."""
+
+    obs: dict[str, np.ndarray]
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    alive: np.ndarray
+    agent_id: np.ndarray
+    episodes: np.ndarray  # (finished agents, len(METRIC_NAMES)) float64
+
+
+def _allocate(config: Config, rows: int, shm: shared_memory.SharedMemory | None = None) -> dict[str, np.ndarray]:
+    """Views of every buffer, laid out one after another (in `shm` when given)."""
+    specs = {name: ((rows, *shape(config)), np.dtype(dtype)) for name, (shape, dtype) in OBS_FIELDS.items()}
+    specs.update({name: ((rows,), np.dtype(dtype)) for name, dtype in STEP_FIELDS.items()})
+    out, offset = {}, 0
+    for name, (shape, dtype) in specs.items():
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if shm is None:
+            out[name] = np.zeros(shape, dtype)
+        else:
+            out[name] = np.ndarray(shape, dtype, buffer=shm.buf, offset=offset)
+        offset += (nbytes + 63) // 64 * 64
+    out["_bytes"] = offset  # type: ignore[assignment]
+    return out
+
+
+class _Block:
+    """A few envs stepped in order, writing into a slice of the shared buffers."""
+
+    def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int) -> None:
+        import nmmo
+
+        self.envs = [nmmo.Env(config, seed=s) for s in seeds]
+        self.slots = config.PLAYER_N
+        self.buffers, self.start = buffers, start_row
+
+    def _rows(self, k: int) -> slice:
+        begin = self.start + k * self.slots
+        return slice(begin, begin + self.slots)
+
+    def _write_obs(self, k: int) -> None:
+        obs, rows = self.envs[k]._obs, self._rows(k)
+        for name in OBS_FIELDS:
+            self.buffers[name][rows] = getattr(obs, name)
+
+    def reset(self) -> None:
+        for k, env in enumerate(self.envs):
+            env.reset()
+            rows = self._rows(k)
+            self._write_obs(k)
+            self.buffers["reward"][rows] = 0
+            self.buffers["terminated"][rows] = False
+            self.buffers["truncated"][rows] = False
+            self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]
+            self.buffers["agent_id"][rows] = env.realm.state.entities.id[: self.slots] * self.buffers["alive"][rows]
+
+    def step(self, actions: np.ndarray) -> np.ndarray:
+        """Step every env; returns the metric rows of agents that finished."""
+        episodes = []
+        for k, env in enumerate(self.envs):
+            rows = self._rows(k)
+            out = env.step_arrays(actions[k * self.slots : (k + 1) * self.slots])
+            self.buffers["reward"][rows] = out.rewards
+            self.buffers["terminated"][rows] = out.terminated
+            self.buffers["truncated"][rows] = out.truncated
+            if out.episodes is not None:
+                episodes.append(np.stack([out.episodes[m] for m in METRIC_NAMES], axis=1).astype(np.float64))
+            if env.done:  # auto-reset: the rows now hold the next episode's agents
+                env.reset()
+                self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]
+                self.buffers["agent_id"][rows] = env.realm.state.entities.id[: self.slots]
+            else:
+                self.buffers["alive"][rows] = out.alive
+                self.buffers["agent_id"][rows] = np.where(out.alive, out.agent_ids, 0)
+            self._write_obs(k)
+        return np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
+
+
+def _worker(config_toml: str, config_name: str, seeds: list[int], shm_name: str, rows: int, start_row: int,
+            actions_name: str, pipe) -> None:  # pragma: no cover - runs in a child process
+    config = config_module.from_spec(_toml(config_toml), name=config_name)
+    shm = shared_memory.SharedMemory(name=shm_name)
+    actions_shm = shared_memory.SharedMemory(name=actions_name)
+    buffers = _allocate(config, rows, shm)
+    actions = np.ndarray((rows, 3), np.int64, buffer=actions_shm.buf)
+    block = _Block(config, seeds, buffers, start_row)
+    n = len(seeds) * config.PLAYER_N
+    try:
+        while True:
+            command = pipe.recv()
+            if command == "reset":
+                block.reset()
+                pipe.send(None)
+            elif command == "step":
+                pipe.send(block.step(actions[start_row : start_row + n]))
+            else:
+                break
+    finally:
+        shm.close()
+        actions_shm.close()
+
+
+def _toml(text: str) -> dict:
+    import tomllib
+
+    return tomllib.loads(text)
+
+
+class VectorEnv:
+    """K copies of an env config stepped together (in-process, or across worker processes)."""
+
+    def __init__(self, config: Config | str | None = None, num_envs: int = 4, seed: int = 0, workers: int = 0) -> None:
+        self.config = config_module.resolve(config).validate()
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if workers < 0:
+            raise ValueError(f"workers must be >= 0, got {workers}")
+        self.num_envs, self.slots = num_envs, self.config.PLAYER_N
+        self.rows = num_envs * self.slots
+        seeds = np.random.SeedSequence(seed).generate_state(num_envs).tolist()
+        self.workers = min(workers, num_envs)
+        if self.workers == 0:
+            self._shm = self._actions_shm = None
+            self.buffers = _allocate(self.config, self.rows)
+            self._block = _Block(self.config, seeds, self.buffers, 0)
+            self._procs, self._pipes = [], []
+            return
+        nbytes = _allocate(self.config, 1)["_bytes"] * self.rows + 4096
+        self._shm = shared_memory.SharedMemory(create=True, size=int(nbytes))
+        self._actions_shm = shared_memory.SharedMemory(create=True, size=self.rows * 3 * 8)
+        self.buffers = _allocate(self.config, self.rows, self._shm)
+        self._actions = np.ndarray((self.rows, 3), np.int64, buffer=self._actions_shm.buf)
+        context = multiprocessing.get_context("spawn")
+        self._procs, self._pipes = [], []
+        for part in np.array_split(np.arange(num_envs), self.workers):
+            parent, child = context.Pipe()
+            proc = context.Process(target=_worker, daemon=True, args=(
+                self.config.to_toml(), self.config.name, [seeds[i] for i in part], self._shm.name, self.rows,
+                int(part[0]) * self.slots, self._actions_shm.name, child))
+            proc.start()
+            self._procs.append(proc)
+            self._pipes.append(parent)
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        return {name: self.buffers[name] for name in OBS_FIELDS}
+
+    def reset(self) -> dict[str, np.ndarray]:
+        """Reset every env; returns the stacked observations (views of the shared buffers)."""
+        if not self._procs:
+            self._block.reset()
+        else:
+            for pipe in self._pipes:
+                pipe.send("reset")
+            for pipe in self._pipes:
+                pipe.recv()
+        return self._observations()
+
+    def step(self, actions: np.ndarray) -> VecStep:
+        """Step all envs with (rows, 3) int actions. Returned arrays are views that the next
+        step overwrites: copy what you keep."""
+        actions = np.asarray(actions)
+        if actions.shape != (self.rows, 3):
+            raise ValueError(f"actions must have shape ({self.rows}, 3), got {actions.shape}")
+        if not self._procs:
+            episodes = self._block.step(actions.astype(np.int64))
+        else:
+            self._actions[:] = actions
+            for pipe in self._pipes:
+                pipe.send("step")
+            parts = [pipe.recv() for pipe in self._pipes]
+            episodes = np.concatenate(parts) if parts else np.zeros((0, len(METRIC_NAMES)))
+        b = self.buffers
+        return VecStep(self._observations(), b["reward"], b["terminated"], b["truncated"], b["alive"], b["agent_id"],
+                       episodes)
+
+    def close(self) -> None:
+        for pipe in self._pipes:
+            try:
+                pipe.send("close")
+            except (BrokenPipeError, OSError):
+                pass
+        for proc in self._procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+        for shm in (self._shm, self._actions_shm):
+            if shm is not None:
+                shm.close()
+                shm.unlink()
+        self._procs, self._pipes, self._shm, self._actions_shm = [], [], None, None
+
+    def __enter__(self) -> VectorEnv:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
