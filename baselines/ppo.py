@@ -57,6 +57,9 @@ class Args:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
+    resource_reward: float = 0.02
+    """Shaping: reward per unit of food or water gained (eating, drinking), on top of the env's -1 at
+    death. 0 trains on the env reward alone, which mostly teaches agents to stand still."""
     epochs: int = 2
     """PPO epochs per rollout."""
     minibatches: int = 4
@@ -151,6 +154,7 @@ def train(args: Args) -> dict:
             for t in range(t_len):
                 alive = vec.buffers["alive"].copy()
                 ids = vec.buffers["agent_id"].copy()
+                supplies = _supplies(obs)
                 resets[t] = ids != prev_ids  # a new agent (or none) in the slot: fresh memory
                 prev_ids = ids
                 for k, v in obs.items():
@@ -167,6 +171,10 @@ def train(args: Args) -> dict:
                 result = vec.step(np.where(alive[:, None], a, np.array([4, -1, -1])))
                 timing["env"] += time.perf_counter() - tick
                 rewards[t] = result.reward
+                if args.resource_reward:  # food and water gained by the same agent (not a newcomer)
+                    same = (vec.buffers["agent_id"] == ids) & ~result.terminated
+                    gained = np.maximum(_supplies(result.obs) - supplies, 0).sum(axis=1)
+                    rewards[t] += args.resource_reward * gained * same
                 dones[t] = result.terminated | result.truncated
                 episodes.append(result.episodes)
                 obs = result.obs
@@ -198,6 +206,13 @@ def train(args: Args) -> dict:
     curves(out)
     return {"steps": step, "iterations": iteration, "parameters": parameter_count(model),
             "history": history, "checkpoint": str(out / "checkpoint.pt")}
+
+
+def _supplies(obs: dict[str, np.ndarray]) -> np.ndarray:
+    """(rows, 2) food and water of each row's own agent, from its Entity row 0."""
+    from nmmo.enums import EntityAttr
+
+    return obs["entity"][:, 0, [EntityAttr.FOOD, EntityAttr.WATER]].astype(np.float32)
 
 
 def _gae(rewards, values, dones, next_value, gamma, lam) -> np.ndarray:
