@@ -28,6 +28,7 @@ from client_server.packets import dumps, empty_tick, header_packet, overlay_fiel
 from nmmo.enums import Material
 from nmmo.overlays import value_heatmap
 from nmmo.replay import ReplayError, capture, load_replay
+from nmmo.world import water_adjacent
 
 WEB_DIST = Path(__file__).resolve().parent / "web" / "dist"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.replay$")
@@ -103,13 +104,7 @@ def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None) -> t
     elif name == "food":
         heat = (replay.material_at(tick) == Material.FOREST).astype(np.float32)
     elif name == "water":
-        water = replay.material == Material.WATER
-        heat = np.zeros((size, size), dtype=np.float32)
-        heat[1:] += water[:-1]
-        heat[:-1] += water[1:]
-        heat[:, 1:] += water[:, :-1]
-        heat[:, :-1] += water[:, 1:]
-        heat = (heat > 0).astype(np.float32)
+        heat = water_adjacent(replay.material).astype(np.float32)
     elif name == "danger":
         npcs = frame["alive"].astype(bool) & (frame["kind"] > 0)
         heat = value_heatmap(size, frame["row"][npcs], frame["col"][npcs], frame["level"][npcs])

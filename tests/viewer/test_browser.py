@@ -6,10 +6,8 @@ Skipped when the browser or the built viewer is missing, unless NMMO_REQUIRE_BRO
 
 import os
 import shutil
-import socket
 import struct
 import tempfile
-import threading
 import time
 import zlib
 from pathlib import Path
@@ -19,7 +17,6 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("selenium")
-import uvicorn  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -29,6 +26,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 import nmmo  # noqa: E402
 import scripted  # noqa: E402
 from client_server.server import WEB_DIST, create_app  # noqa: E402
+
+from .conftest import running  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "out" / "test-artifacts"
@@ -82,12 +81,6 @@ def decode_png(data: bytes) -> np.ndarray:
     return out.reshape(height, width, channels)[:, :, :3].astype(np.uint8)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("browser_replays")
@@ -100,18 +93,8 @@ def server(tmp_path_factory):
     for _ in range(30):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
     env.save_replay(directory / "browser.replay")
-    port = free_port()
-    app = create_app(replay_dir=directory)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", ws="websockets-sansio"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    for _ in range(100):
-        if srv.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with running(create_app(replay_dir=directory)) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,11 @@
 import asyncio
 import base64
 import json
-import socket
-import threading
-import time
 
 import numpy as np
 import pytest
 
 pytest.importorskip("fastapi")
-import uvicorn  # noqa: E402
 import websockets  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
@@ -18,6 +14,8 @@ import scripted  # noqa: E402
 from client_server.packets import SENT_FIELDS  # noqa: E402
 from client_server.server import LiveSession, create_app, parse_command  # noqa: E402
 from nmmo.replay import load_replay  # noqa: E402
+
+from .conftest import running  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -125,26 +123,11 @@ def test_parse_command_accepts_the_protocol():
     assert parse_command('{"cmd": "follow", "id": -4}') == {"cmd": "follow", "id": -4}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_twenty_live_viewers_receive_the_same_ticks():
     conf = nmmo.config.Default().set("PLAYER_N", 32).set("HORIZON", 500)
     session = LiveSession(conf, "scripted:Forage", seed=1, speed=40.0)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(live=session), host="127.0.0.1", port=port, log_level="error",
-                                           ws="websockets-sansio"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(100):
-        if server.started:
-            break
-        time.sleep(0.05)
 
-    async def viewer(n_ticks: int) -> list[int]:
+    async def viewer(n_ticks: int, port: int) -> list[int]:
         ticks = []
         async with websockets.connect(f"ws://127.0.0.1:{port}/ws/live", max_size=2**24) as ws:
             while len(ticks) < n_ticks:
@@ -153,14 +136,11 @@ def test_twenty_live_viewers_receive_the_same_ticks():
                     ticks.append(packet["tick"])
         return ticks
 
-    async def all_viewers() -> list[list[int]]:
-        return await asyncio.gather(*(viewer(25) for _ in range(20)))
+    async def all_viewers(port: int) -> list[list[int]]:
+        return await asyncio.gather(*(viewer(25, port) for _ in range(20)))
 
-    try:
-        results = asyncio.run(all_viewers())
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with running(create_app(live=session)) as port:
+        results = asyncio.run(all_viewers(port))
     start = max(r[0] for r in results)
     end = min(r[-1] for r in results)
     assert end - start >= 10
