@@ -58,8 +58,8 @@ class Args:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     resource_reward: float = 0.02
-    """Shaping: reward per unit of food or water gained (eating, drinking), on top of the env's -1 at
-    death. 0 trains on the env reward alone, which mostly teaches agents to stand still."""
+    """Shaping: reward per unit of food or water gained by eating or drinking (not by looting), on top
+    of the env's -1 at death. 0 trains on the env reward alone, which teaches agents to stand still."""
     epochs: int = 2
     """PPO epochs per rollout."""
     minibatches: int = 4
@@ -171,10 +171,13 @@ def train(args: Args) -> dict:
                 result = vec.step(np.where(alive[:, None], a, np.array([4, -1, -1])))
                 timing["env"] += time.perf_counter() - tick
                 rewards[t] = result.reward
-                if args.resource_reward:  # food and water gained by the same agent (not a newcomer)
+                if args.resource_reward:
+                    # food and water gained by the same agent (not a newcomer), and not on a tick it
+                    # attacked: loot taken from a victim must not pay, or agents learn to kill neighbours
                     same = (vec.buffers["agent_id"] == ids) & ~result.terminated
+                    peaceful = a[:, 2] == obs["target_mask"].shape[1] - 1
                     gained = np.maximum(_supplies(result.obs) - supplies, 0).sum(axis=1)
-                    rewards[t] += args.resource_reward * gained * same
+                    rewards[t] += args.resource_reward * gained * same * peaceful
                 dones[t] = result.terminated | result.truncated
                 episodes.append(result.episodes)
                 obs = result.obs
