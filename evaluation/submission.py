@@ -12,6 +12,7 @@ faults; it is not a security sandbox.
 
 from __future__ import annotations
 
+import abc
 import multiprocessing
 import time
 import traceback
@@ -225,7 +226,7 @@ def _stop(process: Any, conn: Connection | None, grace: float = 0.0) -> None:
 
 
 # ---------------------------------------------------------------- handles
-class PolicyHandle:
+class PolicyHandle(abc.ABC):
     """One policy in an episode: `reset(seed)`, then each tick `submit(observations)` followed by
     `collect()`, which returns validated actions (possibly empty) and never raises. Splitting the
     tick in two lets worker processes think while the rest of the tick's policies run."""
@@ -235,16 +236,19 @@ class PolicyHandle:
         self.faults = Faults()
         self._controlled: frozenset[int] = frozenset()
 
+    @abc.abstractmethod
     def reset(self, seed: int) -> None:
-        raise NotImplementedError
+        """Start an episode."""
 
+    @abc.abstractmethod
     def submit(self, observations: dict[int, dict]) -> None:
-        raise NotImplementedError
+        """Hand over this tick's observations of the policy's agents."""
 
+    @abc.abstractmethod
     def collect(self) -> dict[int, dict]:
-        raise NotImplementedError
+        """Return the validated actions of this tick (possibly empty); never raises."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: in-process policies hold nothing to release
         """Release what the policy holds (worker processes)."""
 
     def _accept(self, actions: Any, extra_dropped: int = 0, extra_problem: str | None = None) -> dict[int, dict]:

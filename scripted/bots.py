@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 
 from nmmo.config import Config
@@ -33,7 +35,7 @@ from scripted.core import (
 )
 
 
-class Scripted:
+class Scripted(abc.ABC):
     """Base: config, an injected RNG, `reset(seed)`, and the stacking of observations."""
 
     def __init__(self, config: Config, seed: int | None = None) -> None:
@@ -48,8 +50,9 @@ class Scripted:
             return {}
         return self.decide(stack(observations))
 
+    @abc.abstractmethod
     def decide(self, batch: Batch) -> dict[int, dict]:
-        raise NotImplementedError  # each bot defines its decision
+        """Actions for every agent of the batch (each bot defines its decision)."""
 
 
 class Meander(Scripted):
