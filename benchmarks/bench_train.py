@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_train.py [--iterations 4] [--hidden 32 64 128]
 
-Each row trains a fresh model for a few iterations on train_small (4 envs x 64 agent slots, 64-tick
+Each row trains a fresh model for a few iterations on train_small (8 envs x 64 agent slots, 64-tick
 rollouts) and reports agent-steps/s for rollouts alone (env + inference) and end to end (rollout +
 PPO updates), with the seconds per iteration spent in the env, in inference and in learning. The
 first iteration is dropped (warm-up).
@@ -24,15 +24,16 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--hidden", type=int, nargs="+", default=[32, 64, 128])
     parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--num-envs", type=int, default=8)
     args = parser.parse_args()
-    table = Table(title="PPO on train_small (2 CPU cores)")
+    table = Table(title=f"PPO on train_small, {args.num_envs} envs (2 CPU cores)")
     for column in ("hidden", "parameters", "rollout agent-steps/s", "end-to-end agent-steps/s", "env s/it",
                    "inference s/it", "learn s/it"):
         table.add_column(column, justify="right")
     for hidden in args.hidden:
         with tempfile.TemporaryDirectory() as out:
             summary = train(Args(hidden=hidden, iterations=args.iterations, out=out, progress=False,
-                                 workers=args.workers))
+                                 workers=args.workers, num_envs=args.num_envs))
         rows = summary["history"][1:] or summary["history"]
         steps = sum(r["step"] - p["step"] for p, r in zip(summary["history"], summary["history"][1:], strict=False))
         steps = steps or summary["steps"]

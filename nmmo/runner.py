@@ -198,7 +198,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--config", default="train_small", help="config name, preset or TOML path")
     train.add_argument("--minutes", type=float, default=20.0)
     train.add_argument("--out", default="out/train", help="checkpoint, logs and curves go here")
-    train.add_argument("--num-envs", type=int, default=4)
+    train.add_argument("--num-envs", type=int, default=8)
     train.add_argument("--workers", type=int, default=0, help="env worker processes")
     train.add_argument("--hidden", type=int, default=64, help="LSTM hidden size")
     train.add_argument("--iterations", type=int, default=0, help="stop after this many PPO iterations")
