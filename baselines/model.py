@@ -137,13 +137,6 @@ class Policy(nn.Module):
         return self.heads(core, codes, obs)
 
 
-def sample(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Sample from masked logits; returns action, log-probability and entropy."""
-    dist = torch.distributions.Categorical(logits=logits)
-    action = dist.sample()
-    return action, dist.log_prob(action), dist.entropy()
-
-
 def to_tensors(obs: dict[str, np.ndarray], device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
     return {k: torch.as_tensor(np.asarray(v), device=device) for k, v in obs.items()}
 

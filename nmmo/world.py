@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -364,8 +363,3 @@ def preview_png(game_map: Map, path: Path, zoom: int = 0, downscale: int = 1) ->
         image = image.repeat(zoom, axis=0).repeat(zoom, axis=1)
     write_png(path, image)
     return path
-
-
-def iter_maps(config: Config, seeds: Iterable[int], cache: bool = True) -> Iterable[Map]:
-    for seed in seeds:
-        yield get_map(config, seed, cache=cache)
