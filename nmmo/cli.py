@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ConfigError, ValueError, FileNotFoundError) as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        # soft_wrap: an error message stays one line (greppable, copyable) whatever the terminal width
+        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         return 2
 
 

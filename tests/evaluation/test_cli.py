@@ -51,8 +51,9 @@ def test_tournament_prints_leaderboard_history_and_faults(tmp_path, config_path,
 
 
 def test_bad_input_is_a_clear_error(tmp_path, config_path, capsys):
-    assert main(["tournament", "--config", config_path, "--policies", "nope.py:Agent", "--quiet"]) == 2
-    assert "does not exist" in capsys.readouterr().out
+    missing = "a_policy_file_with_a_name_long_enough_to_wrap_an_80_column_line.py"
+    assert main(["tournament", "--config", config_path, "--policies", f"{missing}:Agent", "--quiet"]) == 2
+    assert f"{missing}' does not exist" in capsys.readouterr().out  # one line, never wrapped
     assert main(["eval", "--config", config_path, "--policy", "random", "--episodes", "0", "--quiet"]) == 2
     assert "episodes must be a positive int" in capsys.readouterr().out
     assert main(["tournament", "--config", "smal_maps", "--policies", "random", "--quiet"]) == 2
