@@ -39,7 +39,11 @@ class Args:
     num_envs: int = 8
     """Envs stepped together (8 x 64 slots amortizes per-call overheads: 22k+ agent-steps/s rollouts)."""
     workers: int = 0
-    """Env worker processes (0: step them in the trainer's process)."""
+    """Env worker processes (0: step them in the trainer's process); with backend "ray", Ray actors."""
+    backend: str = "process"
+    """Where env workers run: "process" (this machine) or "ray" (Ray actors, local or a cluster)."""
+    ray_address: str | None = None
+    """An existing Ray cluster for backend "ray" (None: start a local one)."""
     rollout_len: int = 64
     """Ticks per rollout (also the length of the replayed LSTM sequences)."""
     minutes: float = 20.0
@@ -117,7 +121,8 @@ def train(args: Args) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     config = config_module.resolve(args.config)
-    vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers)
+    vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
+                    ray_address=args.ray_address)
     side = 2 * config.PLAYER_VISION_RADIUS + 1
     model = Policy(side=side, hidden=args.hidden).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)

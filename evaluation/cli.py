@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from evaluation.metrics import LABELS, METRICS
+from nmmo.runner import add_ray_flags, ray_options
+
+if TYPE_CHECKING:
+    from evaluation.tournament import Standings
 
 
 def wide_console() -> Console:
@@ -89,7 +95,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from evaluation.tournament import evaluate
 
     results = evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
-                       workers=args.workers, time_budget=args.time_budget, progress=not args.quiet)
+                       workers=args.workers, time_budget=args.time_budget, progress=not args.quiet,
+                       **ray_options(args))
     console = wide_console()
     console.print(metric_table(results))
     faults = results["faults"][args.policy]
@@ -102,15 +109,42 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def standings_table(standings: Standings, episodes: int) -> Table:
+    """The growing table: SR over the episodes rated so far and each policy's payoff against the others."""
+    table = Table(title=f"{len(standings.results)}/{episodes} episodes finished, first {standings.rated} rated")
+    for name in ("policy", "SR", "mu", "sigma"):
+        table.add_column(name, justify="left" if name == "policy" else "right")
+    short = [f"vs {i}" for i in range(len(standings.policies))]
+    for name in short:
+        table.add_column(name, justify="right")
+    payoff = standings.payoff()
+    for i, row in enumerate(standings.ratings.table()):
+        policy = row["policy"]
+        cells = ["" if j == i else _fmt(payoff[policy][other]) for j, other in enumerate(standings.policies)]
+        table.add_row(f"{i}: {escape(policy)}", f"{row['sr']:.0f}", f"{row['mu']:.2f}", f"{row['sigma']:.2f}", *cells)
+    return table
+
+
 def _cmd_tournament(args: argparse.Namespace) -> int:
+    from rich.live import Live
+
+    from evaluation.journal import JOURNAL_FILE
     from evaluation.results import save_results
     from evaluation.tournament import run_tournament
 
-    results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
-                             workers=args.workers, time_budget=args.time_budget, metric=args.metric,
-                             break_ties=not args.draws, progress=not args.quiet,
-                             record_dir=None if args.record is None else str(args.record))
     console = wide_console()
+    live = Live(console=console, auto_refresh=False) if not args.quiet and console.is_terminal else None
+
+    def show(standings: Standings) -> None:
+        live.update(standings_table(standings, args.episodes), refresh=True)
+
+    with live if live is not None else _nothing():
+        results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
+                                 workers=args.workers, time_budget=args.time_budget, metric=args.metric,
+                                 break_ties=not args.draws, progress=not args.quiet and live is None,
+                                 record_dir=None if args.record is None else str(args.record),
+                                 journal=None if args.out is None else args.out / JOURNAL_FILE, resume=args.resume,
+                                 on_update=show if live is not None else None, **ray_options(args))
     console.print(history_table(results))
     console.print(leaderboard_table(results))
     for policy, record in results["faults"].items():
@@ -121,6 +155,11 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add `eval` and `tournament` to the `nmmo` command."""
     common = argparse.ArgumentParser(add_help=False)
@@ -129,6 +168,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     common.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
     common.add_argument("--time-budget", type=float, default=1.0, help="seconds per tick for each submission")
     common.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_ray_flags(common)
 
     ev = subparsers.add_parser("eval", parents=[common], help="one policy controls every agent: its metric table")
     ev.add_argument("--policy", required=True, help="random, idle, scripted:Forage, pkg.module:Class or file.py:Class")
@@ -147,6 +187,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     tour.add_argument("--draws", action="store_true",
                       help="equal scores are draws (default: a per-episode order drawn from the seed breaks ties)")
     tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
+    tour.add_argument("--resume", action="store_true",
+                      help="continue the run journaled in OUT/episodes.jsonl (same settings; --episodes may grow)")
     tour.add_argument("--record", type=Path, default=None, metavar="DIR",
                       help="also save every episode as a replay in DIR (watch with nmmo serve --replay-dir DIR)")
     tour.set_defaults(func=_cmd_tournament)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import multiprocessing
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +24,8 @@ from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, li
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from nmmo import config as config_module
 from nmmo.config import Config
+
+BACKENDS = ("process", "ray")
 
 
 # ------------------------------------------------------------------ setup
@@ -149,29 +152,108 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
                          [h.faults for h in handles], engine_errors, time.perf_counter() - start, task.policies)
 
 
-def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool = True,
-                 desc: str = "episodes") -> list[EpisodeResult]:
-    """Run episodes in a pool of `workers` processes (0: one after another in this process) and
-    return their results in task order, whatever order they finish in."""
+def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool = True, desc: str = "episodes",
+                 backend: str = "process", ray_address: str | None = None,
+                 on_result: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
+    """Run episodes in a pool of `workers` processes (0: one after another in this process) or,
+    with ``backend="ray"``, `workers` Ray actors; return their results in task order, whatever
+    order they finish in. `on_result` sees each result as it arrives (to grow a live table or a
+    journal)."""
     from tqdm import tqdm
 
     if workers < 0:
         raise ValueError(f"workers must be >= 0, got {workers}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     results: list[EpisodeResult | None] = [None] * len(tasks)
     with tqdm(total=len(tasks), desc=desc, unit="episode", disable=not progress) as bar:
-        if workers == 0:
+
+        def finished(i: int, result: EpisodeResult) -> None:
+            results[i] = result
+            bar.update()
+            if on_result is not None:
+                on_result(result)
+
+        if backend == "ray":
+            pool = RayEpisodePool(max(workers, 1), ray_address)
+            try:
+                pool.run(tasks, finished)
+            finally:
+                pool.close()
+        elif workers == 0:
             for i, task in enumerate(tasks):
-                results[i] = run_episode(task)
-                bar.update()
+                finished(i, run_episode(task))
         else:
             context = multiprocessing.get_context(START_METHOD)
             with ProcessPoolExecutor(min(workers, len(tasks)) or 1, mp_context=context) as pool:
                 futures = {pool.submit(run_episode, task): i for i, task in enumerate(tasks)}
                 try:
                     for future in as_completed(futures):
-                        results[futures[future]] = future.result()
-                        bar.update()
+                        finished(futures[future], future.result())
                 except BaseException:  # an engine error or Ctrl-C: do not start the queued episodes
                     pool.shutdown(wait=False, cancel_futures=True)
                     raise
     return results  # type: ignore[return-value]
+
+
+class EpisodeWorker:
+    """A Ray actor that plays episodes (stateless: every task carries all it needs)."""
+
+    def run(self, task: EpisodeTask) -> EpisodeResult:
+        return run_episode(task)
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+
+class RayEpisodePool:
+    """`workers` Ray actors fed one episode at a time. An actor that dies mid-episode (node lost,
+    process killed) is replaced and the episode runs again on the new one; since an episode is a
+    pure function of its task, the result is the one the lost actor would have returned."""
+
+    def __init__(self, workers: int, address: str | None = None, max_attempts: int = 3) -> None:
+        from nmmo import distributed
+
+        self.ray = distributed.init(address)
+        distributed.check_capacity(self.ray, workers)
+        self.remote_class = self.ray.remote(num_cpus=1, max_restarts=0)(EpisodeWorker)
+        self.actors = [self.remote_class.remote() for _ in range(workers)]
+        self.max_attempts = max_attempts
+        self.retries = 0  # episodes run again after their actor died
+
+    def run(self, tasks: Sequence[EpisodeTask], finished: Callable[[int, EpisodeResult], None]) -> None:
+        """Play every task; call ``finished(i, result)`` as each completes."""
+        queue = list(range(len(tasks)))[::-1]
+        attempts = [0] * len(tasks)
+        running: dict[Any, tuple[int, int]] = {}  # ref -> (task index, actor slot)
+
+        def dispatch(slot: int) -> None:
+            if queue:
+                i = queue.pop()
+                attempts[i] += 1
+                running[self.actors[slot].run.remote(tasks[i])] = (i, slot)
+
+        for slot in range(len(self.actors)):
+            dispatch(slot)
+        while running:
+            [ref], _ = self.ray.wait(list(running), num_returns=1)
+            i, slot = running.pop(ref)
+            try:
+                result = self.ray.get(ref)
+            except self.ray.exceptions.RayActorError:
+                if attempts[i] >= self.max_attempts:
+                    raise RuntimeError(f"episode {tasks[i].index} lost its Ray actor {attempts[i]} times") from None
+                self.retries += 1
+                self.actors[slot] = self.remote_class.remote()
+                queue.append(i)  # next in line, on the replacement actor
+                dispatch(slot)
+                continue
+            finished(i, result)
+            dispatch(slot)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+        self.actors = []

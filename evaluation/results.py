@@ -4,8 +4,9 @@ Files in the output directory, each written atomically (a temp file, then `os.re
 crash or a concurrent reader never sees half a file:
 
 - ``results.json``: the whole result dict (schema: `validate_results`).
-- tournament: ``leaderboard.csv`` (one row per policy) and ``episodes.csv`` (one row per episode
-  and policy: score, rank, SR after the episode, metric means, faults).
+- tournament: ``leaderboard.csv`` (one row per policy), ``episodes.csv`` (one row per episode
+  and policy: score, rank, SR after the episode, metric means, faults) and ``payoff.csv`` (row
+  policy's share of the episodes in which it ranked above the column policy).
 - eval: ``metrics.csv`` (one row per policy and metric) and ``episodes.csv``.
 """
 
@@ -71,7 +72,11 @@ def _tournament_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]
          "lifetimes": e["metrics"][p][METRICS[0]]["count"], **_fault_columns(e["faults"][p])}
         for e in results["episodes"] for p in results["policies"]
     ]
-    return {"leaderboard": board, "episodes": episodes}
+    tables = {"leaderboard": board, "episodes": episodes}
+    if "payoff" in results:  # row policy's share of episodes ranked above the column policy
+        tables["payoff"] = [{"policy": a, **{b: results["payoff"][a].get(b) for b in results["policies"]}}
+                            for a in results["policies"]]
+    return tables
 
 
 def _eval_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -198,6 +203,12 @@ def _validate_tournament(results: dict[str, Any], policies: list[str]) -> None:
         _check_keys(f"sr_history[{i}]", entry, {"episode": int, "sr": dict, "mu": dict, "sigma": dict})
         for key in ("sr", "mu", "sigma"):
             _check_policy_numbers(f"sr_history[{i}][{key!r}]", entry[key], policies)
+    if "payoff" in results:
+        payoff = results["payoff"]
+        _require(isinstance(payoff, dict) and sorted(payoff) == sorted(policies),
+                 "payoff must have one row per policy")
+        for policy, row in payoff.items():
+            _check_policy_numbers(f"payoff[{policy!r}]", {policy: 0, **row}, policies, allow_none=True)
     board = results["leaderboard"]
     _require(sorted(row.get("policy") for row in board if isinstance(row, dict)) == sorted(policies),
              "leaderboard must have one row per policy")

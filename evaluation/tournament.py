@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,10 +129,11 @@ def _episode_entry(result: EpisodeResult, policies: list[str]) -> dict[str, Any]
 
 def evaluate(config: Config | str, policy: str, ticks: int | None = None, episodes: int = 4, seed: int = 0,
              workers: int = 2, time_budget: float = 1.0, progress: bool = True, startup_timeout: float = 60.0,
-             max_restarts: int = 5) -> dict[str, Any]:
+             max_restarts: int = 5, backend: str = "process", ray_address: str | None = None) -> dict[str, Any]:
     """Self-contained runs: `policy` controls every agent for `ticks` ticks (default: the config's
     HORIZON) in each of `episodes` episodes, episode i on held-out map i. Returns the result dict
-    with the metric table pooled over all lifetimes under ``metrics``."""
+    with the metric table pooled over all lifetimes under ``metrics``. ``backend="ray"`` plays the
+    episodes on `workers` Ray actors."""
     base = config_module.resolve(config)
     config = with_horizon(base, base.HORIZON if ticks is None else ticks)
     policies = tournament_policies([policy], anchor=policy)
@@ -140,9 +141,10 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     check_spec(policy, startup_timeout)
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
     settings = {"ticks": config.HORIZON, "episodes": episodes, "seed": seed, "time_budget": time_budget,
-                "workers": workers, "startup_timeout": startup_timeout, "max_restarts": max_restarts}
+                "workers": workers, "startup_timeout": startup_timeout, "max_restarts": max_restarts,
+                "backend": backend}
     results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts),
-                           workers, progress, desc=f"eval {policy}")
+                           workers, progress, desc=f"eval {policy}", backend=backend, ray_address=ray_address)
     metrics, faults = _pooled(results, policies)
     out = _header("eval", config, policies, seeds, map_seeds, settings)
     out["episodes"] = [_episode_entry(r, policies) for r in results]
@@ -151,16 +153,82 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     return out
 
 
+class Standings:
+    """The rating and payoff table of a tournament, grown one finished episode at a time.
+
+    Episodes may finish in any order (workers, Ray actors, a resumed journal), but TrueSkill is
+    applied in episode order so the final ratings never depend on it: the ratings cover the
+    finished prefix 0..n-1 (`rated`), while the payoff table (how often each policy out-ranked each
+    other, the evaluator table of population-play frameworks) counts every finished episode.
+    """
+
+    def __init__(self, policies: list[str], seed: int, metric: str = "achievement", anchor: str = ANCHOR,
+                 break_ties: bool = True) -> None:
+        self.policies, self.seed, self.metric, self.break_ties = policies, seed, metric, break_ties
+        self.ratings = Ratings(policies, anchor, BETA)
+        self.results: dict[int, EpisodeResult] = {}
+        self.wins = np.zeros((len(policies), len(policies)), dtype=np.int64)
+        self.games = np.zeros_like(self.wins)
+        self.rated = 0
+        self.entries: list[dict[str, Any]] = []
+        self.history: list[dict[str, Any]] = []
+        self._ranks: dict[int, tuple[list, list[int]]] = {}
+
+    def add(self, result: EpisodeResult) -> None:
+        """Take one finished episode: count it in the payoff table, rate every episode now in order."""
+        if result.index in self.results:
+            raise ValueError(f"episode {result.index} was added twice")
+        self.results[result.index] = result
+        scores = result.scores(self.metric)
+        tie_order = np.random.default_rng([self.seed, result.index]).permutation(len(self.policies))
+        ranks = ranks_from_scores(scores, self.break_ties, tie_order)
+        self._ranks[result.index] = (scores, ranks)
+        scored = np.array([s is not None and not np.isnan(s) for s in scores])
+        both = scored[:, None] & scored[None, :] & ~np.eye(len(scores), dtype=bool)
+        rank = np.asarray(ranks)
+        self.games += both
+        self.wins += both & (rank[:, None] < rank[None, :])
+        while self.rated in self.results:
+            self._rate(self.results[self.rated])
+            self.rated += 1
+
+    def _rate(self, result: EpisodeResult) -> None:
+        scores, ranks = self._ranks[result.index]
+        self.ratings.update(ranks)
+        table = self.ratings.table()
+        entry = _episode_entry(result, self.policies)
+        entry["scores"] = dict(zip(self.policies, scores, strict=True))
+        entry["ranks"] = dict(zip(self.policies, ranks, strict=True))
+        entry["sr"] = {row["policy"]: row["sr"] for row in table}
+        self.entries.append(entry)
+        self.history.append({"episode": result.index, **{key: {row["policy"]: row[key] for row in table}
+                                                         for key in ("sr", "mu", "sigma")}})
+
+    def payoff(self) -> dict[str, dict[str, float | None]]:
+        """{a: {b: share of the episodes both played in which a ranked above b}} (None: no such episode)."""
+        return {a: {b: (None if self.games[i, j] == 0 else float(self.wins[i, j] / self.games[i, j]))
+                    for j, b in enumerate(self.policies) if j != i}
+                for i, a in enumerate(self.policies)}
+
+
 def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int = 256,
                    seed: int = 0, workers: int = 2, time_budget: float = 1.0, metric: str = "achievement",
                    anchor: str = ANCHOR, break_ties: bool = True, progress: bool = True,
                    startup_timeout: float = 60.0, max_restarts: int = 5,
-                   record_dir: str | None = None) -> dict[str, Any]:
+                   record_dir: str | None = None, backend: str = "process", ray_address: str | None = None,
+                   journal: str | Path | None = None, resume: bool = False,
+                   on_update: Callable[[Standings], None] | None = None) -> dict[str, Any]:
     """Play `episodes` episodes of `ticks` ticks with all `policies` (plus the anchor) in one world
     and rate them with TrueSkill. Ties in an episode's scores are broken by a permutation drawn
     from that episode's seed (`break_ties=False` makes them draws). Returns the result dict:
-    per-episode scores, ranks and SR, the SR history, faults and the final leaderboard (by SR).
-    With `record_dir`, every episode is also saved there as a replay (``episode_000.replay``, ...)."""
+    per-episode scores, ranks and SR, the SR history, the payoff table, faults and the final
+    leaderboard (by SR).
+
+    With `record_dir`, every episode is also saved there as a replay (``episode_000.replay``, ...).
+    ``backend="ray"`` plays the episodes on `workers` Ray actors (`ray_address`: an existing
+    cluster); the results are the same as with local processes. With `journal` (a path), each
+    finished episode is recorded there at once, and ``resume=True`` continues from that file.
+    `on_update` sees the `Standings` after every finished episode (a live table)."""
     config = with_horizon(config_module.resolve(config), ticks)
     check_metric(metric)
     policies = tournament_policies(policies, anchor)
@@ -170,31 +238,40 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
     settings = {"ticks": ticks, "episodes": episodes, "seed": seed, "metric": metric, "anchor": anchor,
                 "break_ties": break_ties, "beta": BETA, "time_budget": time_budget, "workers": workers,
-                "startup_timeout": startup_timeout, "max_restarts": max_restarts}
+                "startup_timeout": startup_timeout, "max_restarts": max_restarts, "backend": backend}
     tasks = _tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts, record_dir)
-    results = run_episodes(tasks, workers, progress, desc="tournament")
-    ratings = Ratings(policies, anchor, BETA)
-    entries, history = [], []
-    for result in results:  # in episode order: the ratings never depend on which episode finished first
-        scores = result.scores(metric)
-        tie_order = np.random.default_rng([seed, result.index]).permutation(len(policies))
-        ranks = ranks_from_scores(scores, break_ties, tie_order)
-        ratings.update(ranks)
-        table = ratings.table()
-        entry = _episode_entry(result, policies)
-        entry["scores"] = dict(zip(policies, scores, strict=True))
-        entry["ranks"] = dict(zip(policies, ranks, strict=True))
-        entry["sr"] = {row["policy"]: row["sr"] for row in table}
-        entries.append(entry)
-        history.append({"episode": result.index, **{key: {row["policy"]: row[key] for row in table}
-                                                    for key in ("sr", "mu", "sigma")}})
+    standings = Standings(policies, seed, metric, anchor, break_ties)
+    book = None
+    if journal is not None:
+        from evaluation.journal import Journal
+
+        run = {"mode": "tournament", "config": config.to_toml(), "policies": policies, "seed": seed,
+               "ticks": ticks, "time_budget": time_budget, "startup_timeout": startup_timeout,
+               "max_restarts": max_restarts}
+        book = Journal(journal, run, resume=resume)
+        for index in sorted(book.results):
+            if index < episodes:
+                standings.add(book.results[index])
+
+    def finished(result: EpisodeResult) -> None:
+        if book is not None:
+            book.append(result)
+        standings.add(result)
+        if on_update is not None:
+            on_update(standings)
+
+    todo = [task for task in tasks if task.index not in standings.results]
+    run_episodes(todo, workers, progress, desc="tournament", backend=backend, ray_address=ray_address,
+                 on_result=finished)
+    results = [standings.results[i] for i in range(episodes)]
     metrics, faults = _pooled(results, policies)
     out = _header("tournament", config, policies, seeds, map_seeds, settings)
-    out["episodes"] = entries
-    out["sr_history"] = history
+    out["episodes"] = standings.entries
+    out["sr_history"] = standings.history
+    out["payoff"] = standings.payoff()
     out["metrics"] = metrics
     out["faults"] = {p: f.to_dict() for p, f in faults.items()}
-    out["leaderboard"] = leaderboard(ratings, metrics, faults)
+    out["leaderboard"] = leaderboard(standings.ratings, metrics, faults)
     return out
 
 

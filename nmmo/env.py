@@ -89,6 +89,7 @@ class Env(ParallelEnv):
         self.log_fn = log_fn
         self._seed = seed
         self._np_random: np.random.Generator | None = None
+        self.episode_seed: int | None = None  # `reset(seed=env.episode_seed)` on a fresh env replays this episode
         self.realm = Realm(self.config)
         self.n_slots = self.config.PLAYER_N
         self.n_obs = self.config.PLAYER_N_OBS
@@ -155,16 +156,18 @@ class Env(ParallelEnv):
         """Start an episode on a map drawn from the training pool with the env RNG.
 
         `options` may name the map: ``{"map_seed": s}`` (any seed, e.g. a held-out evaluation map
-        from ``nmmo.world.map_seed(config, i, "eval")``). Other keys are ignored.
+        from ``nmmo.world.map_seed(config, i, "eval")``). Other keys are ignored. Each episode
+        runs on one seed, kept in ``env.episode_seed``: a fresh env reset with it (and the same
+        options) and stepped with the same actions replays the episode exactly.
         """
         if seed is None and self._np_random is None:
             seed = self._seed
-        if seed is not None:
-            self._np_random = np.random.default_rng(seed)
-        elif self._np_random is None:
-            self._np_random = np.random.default_rng()
-        else:  # a fresh episode stream derived from the previous one: reproducible from the first seed
-            self._np_random = np.random.default_rng(self._np_random.integers(2**63))
+        if seed is None and self._np_random is None:  # unseeded: fresh entropy, still replayable
+            seed = int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
+        elif seed is None:  # a fresh episode stream derived from the previous one: reproducible from the first seed
+            seed = int(self._np_random.integers(2**63))
+        self.episode_seed = seed
+        self._np_random = np.random.default_rng(seed)
         rng = self._np_random
         map_seed = int(rng.integers(self.config.MAP_N))  # drawn even when overridden: same RNG stream
         if options and options.get("map_seed") is not None:

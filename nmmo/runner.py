@@ -139,6 +139,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _cmd_serve(args)
 
 
+def add_ray_flags(parser: argparse.ArgumentParser) -> None:
+    """`--ray` / `--ray-address ADDR`: the same command on Ray actors, locally or on a cluster."""
+    parser.add_argument("--ray", action="store_true",
+                        help="run the workers as Ray actors (a local Ray with this machine's cores)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="run the workers on this Ray cluster (implies --ray), e.g. ray://head:10001 or auto")
+
+
+def ray_options(args: argparse.Namespace) -> dict:
+    """The backend keyword arguments the Ray flags ask for."""
+    use_ray = args.ray or args.ray_address is not None
+    return {"backend": "ray" if use_ray else "process", "ray_address": args.ray_address}
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     try:
         from baselines.ppo import Args, train
@@ -147,7 +161,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                          f"{err}") from None
     summary = train(Args(config=args.config, minutes=args.minutes, out=args.out, num_envs=args.num_envs,
                          workers=args.workers, hidden=args.hidden, iterations=args.iterations, seed=args.seed,
-                         resume=args.resume, wandb=args.wandb, device=args.device))
+                         resume=args.resume, wandb=args.wandb, device=args.device, **ray_options(args)))
     last = summary["history"][-1] if summary["history"] else {}
     lifetime = last.get("lifetime", float("nan"))
     console.print(f"trained {summary['iterations']} iterations, {summary['steps']:,} agent-steps "
@@ -199,13 +213,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--minutes", type=float, default=20.0)
     train.add_argument("--out", default="out/train", help="checkpoint, logs and curves go here")
     train.add_argument("--num-envs", type=int, default=8)
-    train.add_argument("--workers", type=int, default=0, help="env worker processes")
+    train.add_argument("--workers", type=int, default=0, help="env worker processes (with --ray: Ray actors)")
     train.add_argument("--hidden", type=int, default=64, help="LSTM hidden size")
     train.add_argument("--iterations", type=int, default=0, help="stop after this many PPO iterations")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     train.add_argument("--wandb", action="store_true", help="also log to wandb (offline unless logged in)")
     train.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    add_ray_flags(train)
     train.set_defaults(func=_cmd_train)
 
     srv = sub.add_parser("serve", help="serve the 3D viewer for a replay or a live run")

@@ -4,9 +4,12 @@ Row ``k * PLAYER_N + s`` of every array is slot ``s`` of env ``k``. Envs that re
 reset at once (their rows report ``truncated`` and then hold the new episode's agents). With
 ``workers > 0`` the envs are split across worker processes that write observations straight into
 shared-memory buffers, so the parent reads them without copies or pickling; ``workers=0`` steps
-them in this process. Either way the results are identical for the same seeds.
+them in this process; ``backend="ray"`` puts the blocks of envs in Ray actors instead (on this
+machine or a cluster, see `nmmo.distributed`), and a killed actor is replaced and brought back to
+the same state by replaying its episodes. Whatever the backend, the results are identical for the
+same seeds.
 
-    vec = VectorEnv(config, num_envs=8, seed=0, workers=2)
+    vec = VectorEnv(config, num_envs=8, seed=0, workers=2)   # or backend="ray"
     obs = vec.reset()
     out = vec.step(actions)          # actions: (8 * PLAYER_N, 3) ints, as in Env.step_arrays
 """
@@ -72,6 +75,18 @@ class _Block:
         self.slots = config.PLAYER_N
         self.buffers, self.start = buffers, start_row
 
+    def episode_seeds(self) -> list[int]:
+        """The seed each env's current episode started from (`Env.episode_seed`)."""
+        return [int(env.episode_seed) for env in self.envs]
+
+    def restore(self, seeds: list[int], logs: list[list[np.ndarray]]) -> None:
+        """Bring fresh envs to where lost ones were: each env resets with its episode's seed and
+        replays that episode's actions (the engine is deterministic, so the state is the same)."""
+        for env, seed, log in zip(self.envs, seeds, logs, strict=True):
+            env.reset(seed=seed)
+            for actions in log:
+                env.step_arrays(actions)
+
     def _rows(self, k: int) -> slice:
         begin = self.start + k * self.slots
         return slice(begin, begin + self.slots)
@@ -111,7 +126,7 @@ class _Block:
                 self.buffers["alive"][rows] = out.alive
                 self.buffers["agent_id"][rows] = np.where(out.alive, out.agent_ids, 0)
             self._write_obs(k)
-        return np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
+        return _stack_episodes(episodes)
 
 
 def _worker(config_toml: str, config_name: str, seeds: list[int], shm_name: str, rows: int, start_row: int,
@@ -144,53 +159,116 @@ def _toml(text: str) -> dict:
     return tomllib.loads(text)
 
 
-class VectorEnv:
-    """K copies of an env config stepped together (in-process, or across worker processes)."""
+class _InProcess:
+    """workers=0: the envs step in this process."""
 
-    def __init__(self, config: Config | str | None = None, num_envs: int = 4, seed: int = 0, workers: int = 0) -> None:
+    def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray]) -> None:
+        self.block = _Block(config, seeds, buffers, 0)
+
+    def reset(self) -> None:
+        self.block.reset()
+
+    def step(self, actions: np.ndarray) -> np.ndarray:
+        return self.block.step(actions)
+
+    def close(self) -> None:
+        pass
+
+
+class _Processes:
+    """Worker processes writing into shared memory; the parent owns and unlinks the segments."""
+
+    def __init__(self, config: Config, seeds: list[int], workers: int) -> None:
+        rows = len(seeds) * config.PLAYER_N
+        nbytes = _allocate(config, 1)["_bytes"] * rows + 4096
+        self.shm = shared_memory.SharedMemory(create=True, size=int(nbytes))
+        self.actions_shm = shared_memory.SharedMemory(create=True, size=rows * 3 * 8)
+        self.buffers = _allocate(config, rows, self.shm)
+        self.actions = np.ndarray((rows, 3), np.int64, buffer=self.actions_shm.buf)
+        context = multiprocessing.get_context("spawn")
+        self.procs, self.pipes = [], []
+        for part in np.array_split(np.arange(len(seeds)), workers):
+            parent, child = context.Pipe()
+            proc = context.Process(target=_worker, daemon=True, args=(
+                config.to_toml(), config.name, [seeds[i] for i in part], self.shm.name, rows,
+                int(part[0]) * config.PLAYER_N, self.actions_shm.name, child))
+            proc.start()
+            self.procs.append(proc)
+            self.pipes.append(parent)
+
+    def reset(self) -> None:
+        for pipe in self.pipes:
+            pipe.send("reset")
+        for pipe in self.pipes:
+            pipe.recv()
+
+    def step(self, actions: np.ndarray) -> np.ndarray:
+        self.actions[:] = actions
+        for pipe in self.pipes:
+            pipe.send("step")
+        return _stack_episodes([pipe.recv() for pipe in self.pipes])
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            try:
+                pipe.send("close")
+            except (BrokenPipeError, OSError):
+                pass
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+        for shm in (self.shm, self.actions_shm):
+            shm.close()
+            shm.unlink()
+        self.procs, self.pipes = [], []
+
+
+def _stack_episodes(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros((0, len(METRIC_NAMES)))
+
+
+class VectorEnv:
+    """K copies of an env config stepped together: in this process (``workers=0``), across worker
+    processes (``workers=N``) or across Ray actors (``backend="ray"``, ``workers`` actors; pass
+    ``ray_address`` to use an existing cluster, see `nmmo.distributed.init`)."""
+
+    BACKENDS = ("process", "ray")
+
+    def __init__(self, config: Config | str | None = None, num_envs: int = 4, seed: int = 0, workers: int = 0,
+                 backend: str = "process", ray_address: str | None = None) -> None:
         self.config = config_module.resolve(config).validate()
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if workers < 0:
             raise ValueError(f"workers must be >= 0, got {workers}")
+        if backend not in self.BACKENDS:
+            raise ValueError(f"backend must be one of {self.BACKENDS}, got {backend!r}")
         self.num_envs, self.slots = num_envs, self.config.PLAYER_N
         self.rows = num_envs * self.slots
         seeds = np.random.SeedSequence(seed).generate_state(num_envs).tolist()
-        self.workers = min(workers, num_envs)
-        if self.workers == 0:
-            self._shm = self._actions_shm = None
+        self.backend = backend
+        if backend == "ray":
+            from nmmo.distributed import RayBlocks
+
+            self.workers = min(max(workers, 1), num_envs)
             self.buffers = _allocate(self.config, self.rows)
-            self._block = _Block(self.config, seeds, self.buffers, 0)
-            self._procs, self._pipes = [], []
-            return
-        nbytes = _allocate(self.config, 1)["_bytes"] * self.rows + 4096
-        self._shm = shared_memory.SharedMemory(create=True, size=int(nbytes))
-        self._actions_shm = shared_memory.SharedMemory(create=True, size=self.rows * 3 * 8)
-        self.buffers = _allocate(self.config, self.rows, self._shm)
-        self._actions = np.ndarray((self.rows, 3), np.int64, buffer=self._actions_shm.buf)
-        context = multiprocessing.get_context("spawn")
-        self._procs, self._pipes = [], []
-        for part in np.array_split(np.arange(num_envs), self.workers):
-            parent, child = context.Pipe()
-            proc = context.Process(target=_worker, daemon=True, args=(
-                self.config.to_toml(), self.config.name, [seeds[i] for i in part], self._shm.name, self.rows,
-                int(part[0]) * self.slots, self._actions_shm.name, child))
-            proc.start()
-            self._procs.append(proc)
-            self._pipes.append(parent)
+            self._impl = RayBlocks(self.config, seeds, self.workers, self.buffers, ray_address)
+        elif workers == 0:
+            self.workers = 0
+            self.buffers = _allocate(self.config, self.rows)
+            self._impl = _InProcess(self.config, seeds, self.buffers)
+        else:
+            self.workers = min(workers, num_envs)
+            self._impl = _Processes(self.config, seeds, self.workers)
+            self.buffers = self._impl.buffers
 
     def _observations(self) -> dict[str, np.ndarray]:
         return {name: self.buffers[name] for name in OBS_FIELDS}
 
     def reset(self) -> dict[str, np.ndarray]:
         """Reset every env; returns the stacked observations (views of the shared buffers)."""
-        if not self._procs:
-            self._block.reset()
-        else:
-            for pipe in self._pipes:
-                pipe.send("reset")
-            for pipe in self._pipes:
-                pipe.recv()
+        self._impl.reset()
         return self._observations()
 
     def step(self, actions: np.ndarray) -> VecStep:
@@ -199,33 +277,15 @@ class VectorEnv:
         actions = np.asarray(actions)
         if actions.shape != (self.rows, 3):
             raise ValueError(f"actions must have shape ({self.rows}, 3), got {actions.shape}")
-        if not self._procs:
-            episodes = self._block.step(actions.astype(np.int64))
-        else:
-            self._actions[:] = actions
-            for pipe in self._pipes:
-                pipe.send("step")
-            parts = [pipe.recv() for pipe in self._pipes]
-            episodes = np.concatenate(parts) if parts else np.zeros((0, len(METRIC_NAMES)))
+        episodes = self._impl.step(actions.astype(np.int64))
         b = self.buffers
         return VecStep(self._observations(), b["reward"], b["terminated"], b["truncated"], b["alive"], b["agent_id"],
                        episodes)
 
     def close(self) -> None:
-        for pipe in self._pipes:
-            try:
-                pipe.send("close")
-            except (BrokenPipeError, OSError):
-                pass
-        for proc in self._procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-        for shm in (self._shm, self._actions_shm):
-            if shm is not None:
-                shm.close()
-                shm.unlink()
-        self._procs, self._pipes, self._shm, self._actions_shm = [], [], None, None
+        if self._impl is not None:
+            self._impl.close()
+            self._impl = None
 
     def __enter__(self) -> VectorEnv:
         return self

@@ -92,6 +92,26 @@ def test_determinism_1000_ticks_same_seed_same_everything():
     assert _rollout(8, 5)[:5] != a[:5]
 
 
+def test_episode_seed_replays_any_episode_on_a_fresh_env():
+    env = nmmo.Env(AllSmall().set("HORIZON", 6))  # unseeded: still replayable
+    rng = np.random.default_rng(1)
+    for _ in range(2):  # the second episode's seed is derived from the first episode's RNG
+        obs, _ = env.reset()
+        seed, log, digests = env.episode_seed, [], [_digest(env, obs)]
+        assert isinstance(seed, int)
+        while env.agents:
+            log.append(random_actions(env, obs, rng))
+            obs, *_ = env.step(log[-1])
+            digests.append(_digest(env, obs))
+    fresh = nmmo.Env(AllSmall().set("HORIZON", 6))
+    obs, _ = fresh.reset(seed=seed)
+    replayed = [_digest(fresh, obs)]
+    for actions in log:
+        obs, *_ = fresh.step(actions)
+        replayed.append(_digest(fresh, obs))
+    assert replayed == digests and fresh.episode_seed == seed
+
+
 def test_idle_agents_starve_on_their_14th_update():
     class Foraging(config.Small, config.Resource):
         pass

@@ -74,8 +74,11 @@ def test_results_round_trip_and_reproduce(tmp_path):
     results = run_tournament(small_config(), ["random", "scripted:Forage"], seed=4, **{**QUICK, "episodes": 3})
     paths = save_results(results, tmp_path)
     assert load_results(tmp_path) == results == load_results(paths["json"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.csv", "leaderboard.csv", "results.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.csv", "leaderboard.csv", "payoff.csv",
+                                                          "results.json"]
     assert len(paths["episodes"].read_text().splitlines()) == 1 + 3 * 3
+    payoff_rows = paths["payoff"].read_text().splitlines()
+    assert payoff_rows[0] == "policy," + ",".join(results["policies"]) and len(payoff_rows) == 4
     board = results["leaderboard"]
     assert [row["rank"] for row in board] == [1, 2, 3] and board[0]["sr"] >= board[1]["sr"] >= board[2]["sr"]
     assert next(row for row in board if row["policy"] == ANCHOR)["sr"] == 1500.0

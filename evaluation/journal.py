@@ -1,0 +1,107 @@
+"""A journal of finished episodes, so a long tournament survives a crash and resumes where it stopped.
+
+``episodes.jsonl`` in the output directory: the first line names the run (config, policies, seed
+and everything else that changes what an episode produces), then one line per finished episode
+with its raw lifetimes, appended and synced as it finishes. A run with ``resume=True`` reads the
+journal back, checks that it belongs to the same run (naming the setting that differs), and plays
+only the episodes it lacks; it may also ask for more episodes than the journal's run did, since
+episode i's seeds do not depend on the episode count. A line torn by a crash mid-write is the last
+one and is dropped; a damaged line anywhere else is an error, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.episode import EpisodeResult
+from evaluation.metrics import METRICS
+from evaluation.submission import Faults
+
+JOURNAL_FILE = "episodes.jsonl"
+FORMAT = "flatmmo-journal"
+VERSION = 1
+
+
+def _encode(result: EpisodeResult) -> dict[str, Any]:
+    return {"index": result.index, "seed": result.seed, "map_seed": result.map_seed, "ticks": result.ticks,
+            "lifetimes": result.lifetimes.tolist(), "owners": result.owners.tolist(),
+            "faults": [f.to_dict() for f in result.faults], "engine_errors": result.engine_errors,
+            "seconds": result.seconds}
+
+
+def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
+    lifetimes = np.asarray(entry["lifetimes"], dtype=np.float64).reshape(-1, len(METRICS))
+    owners = np.asarray(entry["owners"], dtype=np.int64)
+    if len(owners) != len(lifetimes) or len(entry["faults"]) != len(policies):
+        raise ValueError("lifetimes, owners and faults disagree in length")
+    return EpisodeResult(int(entry["index"]), int(entry["seed"]), int(entry["map_seed"]), int(entry["ticks"]),
+                         lifetimes, owners, [Faults.from_dict(f) for f in entry["faults"]],
+                         int(entry["engine_errors"]), float(entry["seconds"]), policies)
+
+
+class Journal:
+    """Append-only record of one run's finished episodes (see the module docstring)."""
+
+    def __init__(self, path: str | Path, run: dict[str, Any], resume: bool = False) -> None:
+        self.path = Path(path)
+        self.run = {"format": FORMAT, "version": VERSION, **run}
+        self.policies = tuple(run["policies"])
+        self.results: dict[int, EpisodeResult] = {}
+        if resume and self.path.exists():
+            self._read()
+        else:  # a new run: the previous journal at this path (if any) is replaced
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text(json.dumps(self.run) + "\n")
+            os.replace(tmp, self.path)
+
+    def _read(self) -> None:
+        lines = self.path.read_text().split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        try:
+            header = json.loads(lines[0]) if lines else None
+        except json.JSONDecodeError:
+            header = None
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise ValueError(f"{str(self.path)!r} is not a tournament journal")
+        if header.get("version") != VERSION:
+            raise ValueError(f"{str(self.path)!r} has journal version {header.get('version')}, expected {VERSION}")
+        for key, value in self.run.items():
+            if header.get(key) != value:
+                raise ValueError(f"cannot resume from {str(self.path)!r}: its {key} is {_short(header.get(key))}, "
+                                 f"this run's is {_short(value)} (use another --out or drop --resume)")
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                result = _decode(json.loads(line), self.policies)
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                if number == len(lines):  # torn by a crash while it was written: play that episode again
+                    self._rewrite()
+                    break
+                raise ValueError(f"{str(self.path)!r} line {number} is damaged: {err}") from None
+            self.results[result.index] = result
+
+    def _rewrite(self) -> None:
+        """Drop a torn last line so that later appends start on a line of their own."""
+        text = "".join(json.dumps(line) + "\n" for line in [self.run, *map(_encode, self.results.values())])
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, self.path)
+
+    def append(self, result: EpisodeResult) -> None:
+        """Record a finished episode durably (flushed and synced before returning)."""
+        self.results[result.index] = result
+        with open(self.path, "a") as handle:
+            handle.write(json.dumps(_encode(result), allow_nan=False) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,102 @@
+"""The Ray backend gives the local backend's results, and survives actors killed mid-run."""
+
+import json
+
+import numpy as np
+import pytest
+
+import nmmo
+from evaluation.episode import RayEpisodePool, run_episodes
+from evaluation.tournament import _tasks, run_tournament
+from nmmo.vector import VectorEnv
+
+from .conftest import small_config
+
+
+def comparable(results):
+    """A result dict without what legitimately differs between runs (timings, creation time)."""
+    out = {k: v for k, v in results.items() if k not in ("created", "settings")}
+    out["episodes"] = [{k: v for k, v in e.items() if k != "seconds"} for e in results["episodes"]]
+    return out
+
+
+def test_tournament_on_ray_matches_local(ray_session):
+    conf = small_config()
+    args = dict(policies=["scripted:Forage", "random"], episodes=3, ticks=24, seed=7, progress=False)
+    local = run_tournament(conf, workers=0, **args)
+    seen = []
+    remote = run_tournament(conf, workers=2, backend="ray", on_update=lambda s: seen.append(len(s.results)), **args)
+    assert comparable(remote) == comparable(local)
+    assert remote["settings"]["backend"] == "ray" and sorted(seen) == [1, 2, 3]
+
+
+def test_killed_episode_actors_are_replaced_and_the_run_completes(ray_session):
+    conf = small_config()
+    tasks = _tasks(conf.set("HORIZON", 48), ["scripted:Combat", "random"], [11, 12, 13, 14], [0, 1, 2, 3], 1.0, 60.0, 5)
+    expected = run_episodes(tasks, workers=0, progress=False)
+    pool = RayEpisodePool(2)
+    got = {}
+
+    def finished(i, result):
+        got[i] = result
+        if len(got) == 1:  # one actor is mid-episode, the other about to take the next one: kill both
+            for actor in pool.actors:
+                ray_session.kill(actor)
+
+    try:
+        pool.run(tasks, finished)
+    finally:
+        pool.close()
+    assert pool.retries >= 1 and sorted(got) == [0, 1, 2, 3]
+    for i, result in enumerate(expected):
+        assert np.array_equal(got[i].lifetimes, result.lifetimes) and np.array_equal(got[i].owners, result.owners)
+
+
+def test_vector_env_on_ray_matches_local_through_a_killed_actor(ray_session):
+    conf = nmmo.config.load("train_small").set("HORIZON", 12)  # an auto-reset before the kill at step 17
+
+    def rollout(**backend):
+        rng = np.random.default_rng(0)
+        trace = []
+        with VectorEnv(conf, num_envs=3, seed=5, **backend) as vec:
+            obs = vec.reset()
+            for t in range(24):
+                if t == 17 and backend.get("backend") == "ray":
+                    ray_session.kill(vec._impl.actors[0])
+                actions = np.full((vec.rows, 3), -1)
+                actions[:, 0] = np.argmax(rng.random((vec.rows, 5)) * obs["move_mask"], axis=1)
+                out = vec.step(actions)
+                obs = out.obs
+                trace.append([out.obs["tile"].copy(), out.obs["entity"].copy(), out.reward.copy(),
+                              out.agent_id.copy(), out.alive.copy(), out.episodes.copy()])
+            replaced = getattr(vec._impl, "replacements", 0)
+        return trace, replaced
+
+    local, _ = rollout(workers=0)
+    remote, replaced = rollout(workers=2, backend="ray")
+    assert replaced == 1
+    for a, b in zip(local, remote, strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert np.array_equal(x, y)
+
+
+def test_more_actors_than_cluster_cpus_is_a_clear_error(ray_session):
+    with pytest.raises(ValueError, match="workers=3 Ray actors need 3 CPUs but the Ray cluster has 2"):
+        RayEpisodePool(3)
+
+
+def test_cli_ray_flag_then_resume_locally(ray_session, tmp_path, capsys):
+    from nmmo.cli import main
+
+    from .test_cli import CONFIG
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(CONFIG)
+    common = ["tournament", "--config", str(config), "--policies", "random", "--ticks", "8", "--quiet",
+              "--out", str(tmp_path / "out")]
+    assert main([*common, "--episodes", "2", "--ray", "--workers", "2"]) == 0
+    assert main([*common, "--episodes", "3", "--resume", "--workers", "0"]) == 0
+    assert "Leaderboard: 3 episode(s)" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [e["index"] for e in saved["episodes"]] == [0, 1, 2] and saved["settings"]["backend"] == "process"
+    assert len((tmp_path / "out" / "episodes.jsonl").read_text().splitlines()) == 4
