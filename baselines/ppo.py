@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
 from nmmo import config as config_module
 from nmmo.vector import METRIC_NAMES, VectorEnv
@@ -78,6 +79,14 @@ class Args:
     """Continue from out/checkpoint.pt."""
     wandb: bool = False
     """Log to Weights & Biases too (offline unless WANDB_MODE says otherwise)."""
+    league: bool = False
+    """Population play: train against a league of past snapshots and scripted bots (`baselines.league`)."""
+    league_sampling: str = "uniform"
+    """How each env's opponent is drawn from the league: uniform, latest or rating (matched)."""
+    league_snapshot_every: int = 10
+    """Iterations between frozen snapshots of the learner joining the league."""
+    league_bots: tuple[str, ...] = ("scripted:Forage", "scripted:Combat")
+    """Policy specs in the league from the start (scripted:Combat anchors its SR)."""
     progress: bool = True
     extra: dict = field(default_factory=dict)
 
@@ -136,6 +145,9 @@ def train(args: Args) -> dict:
     elif log_path.exists():
         log_path.unlink()
     run = _wandb(args, config) if args.wandb else None
+    league = _league(args, out) if args.league else None
+    learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
+    opponent_cache: dict = {}
 
     rows, t_len = vec.rows, args.rollout_len
     obs = vec.reset()
@@ -156,6 +168,10 @@ def train(args: Args) -> dict:
             valid, resets = np.zeros((t_len, rows), bool), np.zeros((t_len, rows), bool)
             initial_state = (state[0].clone(), state[1].clone())
             episodes = []
+            if league is not None:
+                members = league.sample(args.num_envs)
+                opponents = Opponents(config, members, seed=args.seed + iteration, cache=opponent_cache)
+                deaths = np.zeros(vec.rows)
             for t in range(t_len):
                 alive = vec.buffers["alive"].copy()
                 ids = vec.buffers["agent_id"].copy()
@@ -171,9 +187,12 @@ def train(args: Args) -> dict:
                 a = a.cpu().numpy()
                 timing["inference"] += time.perf_counter() - tick
                 actions[t], logps[t], values[t] = a, logp.cpu().numpy(), value.cpu().numpy()
-                valid[t] = alive
+                valid[t] = alive & learner  # opponents' rows play but do not train
                 tick = time.perf_counter()
-                result = vec.step(np.where(alive[:, None], a, np.array([4, -1, -1])))
+                played = np.where(alive[:, None], a, np.array([4, -1, -1]))
+                if league is not None:
+                    played = np.where(learner[:, None], played, opponents.act(obs, ids, alive))
+                result = vec.step(played)
                 timing["env"] += time.perf_counter() - tick
                 rewards[t] = result.reward
                 if args.resource_reward:
@@ -184,7 +203,9 @@ def train(args: Args) -> dict:
                     gained = np.maximum(_supplies(result.obs) - supplies, 0).sum(axis=1)
                     rewards[t] += args.resource_reward * gained * same * peaceful
                 dones[t] = result.terminated | result.truncated
-                episodes.append(result.episodes)
+                episodes.append(result.episodes[learner[result.episode_rows]])
+                if league is not None:
+                    deaths += result.terminated
                 obs = result.obs
             step += int(valid.sum())
 
@@ -199,6 +220,9 @@ def train(args: Args) -> dict:
             iteration += 1
             finished = np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
             row = _log_row(iteration, step, started, timing, valid, rewards, finished, losses)
+            if league is not None:
+                row["league_sr"] = _league_iteration(league, members, deaths, learner, vec.slots, iteration, model,
+                                                     optimizer, args, step, config)
             history.append(row)
             _append_log(out, row)
             if run is not None:
@@ -212,8 +236,36 @@ def train(args: Args) -> dict:
         if run is not None:
             run.finish()
     curves(out)
-    return {"steps": step, "iterations": iteration, "parameters": parameter_count(model),
-            "history": history, "checkpoint": str(out / "checkpoint.pt")}
+    summary = {"steps": step, "iterations": iteration, "parameters": parameter_count(model),
+               "history": history, "checkpoint": str(out / "checkpoint.pt")}
+    if league is not None:
+        league.plot()
+        summary["league"] = league.table()
+    return summary
+
+
+def _league(args: Args, out: Path) -> League:
+    """The league of this run: read back on --resume, else a new one with the configured bots."""
+    if args.resume and (out / LEAGUE_FILE).exists():
+        return League.load(out)
+    return League.create(out, args.league_bots, sampling=args.league_sampling,
+                         snapshot_every=args.league_snapshot_every, seed=args.seed)
+
+
+def _league_iteration(league: League, members: list, deaths: np.ndarray, learner: np.ndarray, slots: int,
+                      iteration: int, model: Policy, optimizer, args: Args, step: int, config) -> float:
+    """Rate this iteration's matches (one per env: deaths per slot of each side), maybe add a
+    snapshot of the learner to the pool; returns the learner's SR."""
+    per_env = deaths.reshape(len(members), slots)
+    side = learner[:slots]
+    for k, member in enumerate(members):
+        league.record(member, per_env[k, side].sum() / side.sum(), per_env[k, ~side].sum() / (~side).sum())
+    if iteration % league.snapshot_every == 0:
+        path = league.snapshot_path(iteration)
+        save_checkpoint(path, model, optimizer, args, step, iteration, config)
+        league.add_snapshot(path, iteration)
+    league.end_iteration(iteration)
+    return league.sr()[LEARNER]
 
 
 def _supplies(obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -366,6 +418,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
+        elif str(f.type).startswith("tuple"):
+            parser.add_argument(flag, nargs="+", default=f.default, help=docs.get(f.name))
         else:
             kind = {"int": int, "float": float, "str": str}.get(str(f.type), str)
             parser.add_argument(flag, type=kind, default=f.default, help=docs.get(f.name))

@@ -161,13 +161,30 @@ def _cmd_train(args: argparse.Namespace) -> int:
                          f"{err}") from None
     summary = train(Args(config=args.config, minutes=args.minutes, out=args.out, num_envs=args.num_envs,
                          workers=args.workers, hidden=args.hidden, iterations=args.iterations, seed=args.seed,
-                         resume=args.resume, wandb=args.wandb, device=args.device, **ray_options(args)))
+                         resume=args.resume, wandb=args.wandb, device=args.device, league=args.league,
+                         league_sampling=args.league_sampling, league_snapshot_every=args.league_snapshot_every,
+                         league_bots=tuple(args.league_bots), **ray_options(args)))
     last = summary["history"][-1] if summary["history"] else {}
     lifetime = last.get("lifetime", float("nan"))
     console.print(f"trained {summary['iterations']} iterations, {summary['steps']:,} agent-steps "
                   f"({summary['parameters']:,} parameters); last mean lifetime {lifetime:.1f}; "
                   f"checkpoint {summary['checkpoint']}; curves {args.out}/curves.png", highlight=False)
+    if "league" in summary:
+        console.print(league_table(summary["league"]))
+        console.print(f"league: {args.out}/league.json, {args.out}/league.png", highlight=False)
     return 0
+
+
+def league_table(rows: list[dict]) -> Table:
+    """The league after training: every member's SR, mu, sigma and match record."""
+    table = Table(title="League (SR 1500 = scripted:Combat)")
+    table.add_column("policy", overflow="fold")
+    for name in ("SR", "mu", "sigma", "W", "L", "D", "joined"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(row["policy"], f"{row['sr']:.0f}", f"{row['mu']:.2f}", f"{row['sigma']:.2f}", str(row["wins"]),
+                      str(row["losses"]), str(row["draws"]), str(row["added"]))
+    return table
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -220,6 +237,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     train.add_argument("--wandb", action="store_true", help="also log to wandb (offline unless logged in)")
     train.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    train.add_argument("--league", action="store_true",
+                       help="population play: opponents drawn from a league of snapshots and bots, rated by TrueSkill")
+    train.add_argument("--league-sampling", default="uniform", choices=["uniform", "latest", "rating"],
+                       help="how each env's opponent is drawn (rating: TrueSkill-matched)")
+    train.add_argument("--league-snapshot-every", type=int, default=10, metavar="N",
+                       help="a frozen copy of the learner joins the league every N iterations")
+    train.add_argument("--league-bots", nargs="+", default=["scripted:Forage", "scripted:Combat"], metavar="SPEC",
+                       help="policy specs in the league from the start")
     add_ray_flags(train)
     train.set_defaults(func=_cmd_train)
 

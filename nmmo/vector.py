@@ -38,7 +38,8 @@ METRIC_NAMES = ("lifetime", "player_kills", "equipment", "explore", "forage", "a
 
 @dataclass
 class VecStep:
-    """Stacked outputs; `episodes` holds one row of metrics per agent that finished this step."""
+    """Stacked outputs; `episodes` holds one row of metrics per agent that finished this step and
+    `episode_rows` the row (env k, slot s: k * PLAYER_N + s) it played in."""
 
     obs: dict[str, np.ndarray]
     reward: np.ndarray
@@ -47,6 +48,7 @@ class VecStep:
     alive: np.ndarray
     agent_id: np.ndarray
     episodes: np.ndarray  # (finished agents, len(METRIC_NAMES)) float64
+    episode_rows: np.ndarray  # (finished agents,) the row each of those lifetimes was played in
 
 
 def _allocate(config: Config, rows: int, shm: shared_memory.SharedMemory | None = None) -> dict[str, np.ndarray]:
@@ -116,8 +118,9 @@ class _Block:
             self.buffers["reward"][rows] = out.rewards
             self.buffers["terminated"][rows] = out.terminated
             self.buffers["truncated"][rows] = out.truncated
-            if out.episodes is not None:
-                episodes.append(np.stack([out.episodes[m] for m in METRIC_NAMES], axis=1).astype(np.float64))
+            if out.episodes is not None:  # metric columns, then the row each lifetime was played in
+                rows_of = (rows.start + out.episode_slots).astype(np.float64)
+                episodes.append(np.stack([*(out.episodes[m] for m in METRIC_NAMES), rows_of], axis=1))
             if env.done:  # auto-reset: the rows now hold the next episode's agents
                 env.reset()
                 self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]
@@ -225,7 +228,7 @@ class _Processes:
 
 
 def _stack_episodes(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros((0, len(METRIC_NAMES)))
+    return np.concatenate(parts) if parts else np.zeros((0, len(METRIC_NAMES) + 1))
 
 
 class VectorEnv:
@@ -277,10 +280,10 @@ class VectorEnv:
         actions = np.asarray(actions)
         if actions.shape != (self.rows, 3):
             raise ValueError(f"actions must have shape ({self.rows}, 3), got {actions.shape}")
-        episodes = self._impl.step(actions.astype(np.int64))
+        finished = self._impl.step(actions.astype(np.int64))
         b = self.buffers
         return VecStep(self._observations(), b["reward"], b["terminated"], b["truncated"], b["alive"], b["agent_id"],
-                       episodes)
+                       finished[:, :-1], finished[:, -1].astype(np.int64))
 
     def close(self) -> None:
         if self._impl is not None:
