@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evaluation.metrics import LABELS, METRICS
+from evaluation.metrics import LABELS, METRICS, TEAM_METRICS
 from nmmo.runner import add_ray_flags, ray_options
 
 if TYPE_CHECKING:
@@ -43,6 +43,20 @@ def metric_table(results: dict[str, Any]) -> Table:
         for name in METRICS:
             cell = results["metrics"][policy][name]
             table.add_row(escape(policy), LABELS[name], _fmt(cell["mean"]), _fmt(cell["std"]), str(cell["count"]))
+    return table
+
+
+def team_table(results: dict[str, Any]) -> Table:
+    """Team aggregates per policy (team configs only): mean over the teams each policy played."""
+    table = Table(title="Teams (lifetime: longest member's; achievement: members' mean; kills: total)")
+    table.add_column("policy")
+    for name in TEAM_METRICS:
+        table.add_column(name.replace("_", " "), justify="right")
+    table.add_column("teams", justify="right")
+    for policy in results["policies"]:
+        cells = results["team_metrics"][policy]
+        table.add_row(escape(policy), *(_fmt(cells[name]["mean"]) for name in TEAM_METRICS),
+                      str(cells[TEAM_METRICS[0]]["count"]))
     return table
 
 
@@ -99,6 +113,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                        **ray_options(args))
     console = wide_console()
     console.print(metric_table(results))
+    if "team_metrics" in results:
+        console.print(team_table(results))
     faults = results["faults"][args.policy]
     if any(faults[k] for k in ("exception", "timeout", "malformed")):
         console.print(f"faults: {fault_text(faults)}", highlight=False)
@@ -147,6 +163,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
                                  on_update=show if live is not None else None, **ray_options(args))
     console.print(history_table(results))
     console.print(leaderboard_table(results))
+    if "team_metrics" in results:
+        console.print(team_table(results))
     for policy, record in results["faults"].items():
         for message in record["messages"]:
             console.print(f"[yellow]{escape(policy)}[/]: {escape(message)}", highlight=False)

@@ -2,9 +2,11 @@
 
 Agent slots are split among policies round-robin (slot % number of policies), so the split is even
 with the remainder going to the first policies, and an agent that respawns into a slot plays for
-that slot's policy. Every lifetime the engine reports (deaths, and everyone alive at the horizon)
-is credited to its agent's policy. Episodes are self-contained tasks (picklable, the config as TOML
-text) so a process pool can run them in any order and the results do not depend on that order.
+that slot's policy. With teams (PLAYER_TEAM_SIZE > 1) whole teams are dealt out the same way
+(team % number of policies), so teammates always play for the same policy. Every lifetime the
+engine reports (deaths, and everyone alive at the horizon) is credited to its agent's policy.
+Episodes are self-contained tasks (picklable, the config as TOML text) so a process pool can run
+them in any order and the results do not depend on that order.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class EpisodeResult:
     engine_errors: int = 0  # ticks the engine rejected the validated actions (should stay 0)
     seconds: float = 0.0
     policies: tuple[str, ...] = field(default=())
+    teams: np.ndarray | None = None  # team of each lifetime (slot // PLAYER_TEAM_SIZE)
 
     def scores(self, metric: str = "achievement") -> list[float | None]:
         """Per policy, the mean of `metric` over its agents' lifetimes (the episode's ranking score)."""
@@ -100,11 +103,13 @@ class EpisodeResult:
         return aggregate_by_policy(self.lifetimes, self.owners, self.policies)
 
 
-def _live(env: nmmo.Env, n_policies: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of the live agents and the policy each plays for (its slot mod the number of policies)."""
+def _live(env: nmmo.Env, n_policies: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ids of the live agents, the policy each plays for and its team. Policies take whole teams
+    round-robin (team mod the number of policies; with teams of one, slot mod it)."""
     ent = env.realm.state.entities
     slots = np.flatnonzero(ent.alive[: env.n_slots])
-    return ent.id[slots].astype(np.int64), slots % n_policies
+    teams = slots // env.config.PLAYER_TEAM_SIZE
+    return ent.id[slots].astype(np.int64), teams % n_policies, teams
 
 
 def run_episode(task: EpisodeTask) -> EpisodeResult:
@@ -117,14 +122,15 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
                for spec in task.policies]
     order = sorted(range(n), key=lambda p: is_trusted(task.policies[p]))  # workers think while others run
     owner_of = np.full(len(env.possible_agents) + 1, -1, dtype=np.int64)
+    team_of = np.full(len(env.possible_agents) + 1, -1, dtype=np.int64)
     reported: dict[int, dict] = {}
     engine_errors = 0
     try:
         obs, _ = env.reset(seed=task.seed, options={"map_seed": task.map_seed})
         for p, handle in enumerate(handles):
             handle.reset(policy_seed(task.seed, p))
-        ids, owners = _live(env, n)
-        owner_of[ids] = owners
+        ids, owners, teams = _live(env, n)
+        owner_of[ids], team_of[ids] = owners, teams
         while env.agents:
             for p in order:
                 handles[p].submit({agent: obs[agent] for agent in ids[owners == p].tolist()})
@@ -136,8 +142,8 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
             except ValueError:  # the world did not advance: play the tick with everyone idle
                 engine_errors += 1
                 obs, _, _, _, infos = env.step({})
-            ids, owners = _live(env, n)
-            owner_of[ids] = owners
+            ids, owners, teams = _live(env, n)
+            owner_of[ids], team_of[ids] = owners, teams
             reported.update(lifetimes_from_infos(infos))
         if task.replay_path is not None:
             env.save_replay(task.replay_path)
@@ -149,7 +155,8 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     keep = owners_all >= 0
     matrix = lifetime_matrix(list(reported.values()))[keep] if reported else np.zeros((0, len(METRICS)))
     return EpisodeResult(task.index, task.seed, task.map_seed, int(env.realm.state.tick), matrix, owners_all[keep],
-                         [h.faults for h in handles], engine_errors, time.perf_counter() - start, task.policies)
+                         [h.faults for h in handles], engine_errors, time.perf_counter() - start, task.policies,
+                         team_of[agents][keep])
 
 
 def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool = True, desc: str = "episodes",

@@ -84,6 +84,42 @@ def policy_means(matrix: np.ndarray, owners: np.ndarray, n_policies: int, metric
     return [float(s / c) if c else None for s, c in zip(sums.tolist(), counts.tolist(), strict=True)]
 
 
+#: Team aggregates: a team lasts as long as its longest-lived member; its achievement is its
+#: members' mean, its kills their total.
+TEAM_METRICS: tuple[str, ...] = ("team_lifetime", "team_achievement", "team_kills", "members")
+
+
+def team_rows(matrix: np.ndarray, teams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One row per team (ids in `teams`, e.g. episode * 10**6 + team): the team's lifetime (its
+    longest member lifetime), mean achievement, total player kills and lifetimes counted. Returns
+    (team ids, rows in TEAM_METRICS order)."""
+    matrix = np.asarray(matrix, dtype=np.float64).reshape(-1, len(METRICS))
+    ids, index = np.unique(np.asarray(teams, dtype=np.int64), return_inverse=True)
+    members = np.bincount(index, minlength=len(ids)).astype(np.float64)
+    lifetime = np.zeros(len(ids))
+    np.maximum.at(lifetime, index, matrix[:, METRICS.index("lifetime")])
+    achievement = np.bincount(index, weights=matrix[:, METRICS.index("achievement")], minlength=len(ids))
+    kills = np.bincount(index, weights=matrix[:, METRICS.index("player_kills")], minlength=len(ids))
+    return ids, np.stack([lifetime, achievement / np.maximum(members, 1), kills, members], axis=1)
+
+
+def aggregate_teams(matrix: np.ndarray, teams: np.ndarray, owners: np.ndarray,
+                    policies: Sequence[str]) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """{policy: {team metric: {"mean", "std", "count"}}} over the teams each policy played (a team
+    belongs to one policy: tournaments hand out whole teams)."""
+    ids, rows = team_rows(matrix, teams)
+    first = np.unique(np.asarray(teams, dtype=np.int64), return_index=True)[1]
+    team_owner = np.asarray(owners, dtype=np.int64)[first]
+    n = len(policies)
+    counts = np.bincount(team_owner, minlength=n)[:n]
+    out = {}
+    for p, policy in enumerate(policies):
+        mine = rows[team_owner == p]
+        out[policy] = {name: _stats(counts[p], mine[:, j].sum(), (mine[:, j] ** 2).sum())
+                       for j, name in enumerate(TEAM_METRICS)}
+    return out
+
+
 def lifetimes_from_infos(infos: Mapping[int, Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
     """Lifetimes the engine reported in one step's infos: agents that died, and at the horizon
     every agent still alive (truncated)."""

@@ -7,6 +7,7 @@ crash or a concurrent reader never sees half a file:
 - tournament: ``leaderboard.csv`` (one row per policy), ``episodes.csv`` (one row per episode
   and policy: score, rank, SR after the episode, metric means, faults) and ``payoff.csv`` (row
   policy's share of the episodes in which it ranked above the column policy).
+- team configs, both modes: ``teams.csv`` (team aggregates per policy).
 - eval: ``metrics.csv`` (one row per policy and metric) and ``episodes.csv``.
 """
 
@@ -45,6 +46,9 @@ def save_results(results: dict[str, Any], out_dir: str | Path) -> dict[str, Path
     paths = {"json": out / RESULTS_FILE}
     atomic_write_bytes(paths["json"], text.encode())
     tables = _tournament_tables(results) if results["mode"] == "tournament" else _eval_tables(results)
+    if "team_metrics" in results:  # team configs: one row per policy and team metric
+        tables["teams"] = [{"policy": p, "metric": m, **cell} for p, row in results["team_metrics"].items()
+                           for m, cell in row.items()]
     for name, rows in tables.items():
         paths[name] = out / f"{name}.csv"
         atomic_write_bytes(paths[name], _csv_bytes(rows))

@@ -32,7 +32,7 @@ from evaluation.episode import (
     run_episodes,
     with_horizon,
 )
-from evaluation.metrics import METRICS, aggregate_by_policy, check_metric
+from evaluation.metrics import METRICS, aggregate_by_policy, aggregate_teams, check_metric
 from evaluation.rating import ANCHOR, BETA, Ratings, ranks_from_scores
 from evaluation.submission import Faults, check_spec
 from nmmo import config as config_module
@@ -103,6 +103,14 @@ def _tasks(config: Config, policies: list[str], seeds: list[int], map_seeds: lis
                         replay(i)) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
 
 
+def team_metrics(results: list[EpisodeResult], policies: list[str]) -> dict:
+    """Team aggregates per policy over every team of every episode (`evaluation.metrics.aggregate_teams`)."""
+    matrix = np.concatenate([r.lifetimes for r in results])
+    owners = np.concatenate([r.owners for r in results])
+    teams = np.concatenate([r.index * 1_000_000 + r.teams for r in results])  # a team id per episode
+    return aggregate_teams(matrix, teams, owners, policies)
+
+
 def _pooled(results: list[EpisodeResult], policies: list[str]) -> tuple[dict, dict[str, Faults]]:
     """Metrics over every lifetime of every episode, and fault totals, per policy."""
     matrix = np.concatenate([r.lifetimes for r in results]) if results else np.zeros((0, len(METRICS)))
@@ -149,6 +157,8 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     out = _header("eval", config, policies, seeds, map_seeds, settings)
     out["episodes"] = [_episode_entry(r, policies) for r in results]
     out["metrics"] = metrics
+    if config.PLAYER_TEAM_SIZE > 1:
+        out["team_metrics"] = team_metrics(results, policies)
     out["faults"] = {p: f.to_dict() for p, f in faults.items()}
     return out
 
@@ -270,6 +280,8 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     out["sr_history"] = standings.history
     out["payoff"] = standings.payoff()
     out["metrics"] = metrics
+    if config.PLAYER_TEAM_SIZE > 1:
+        out["team_metrics"] = team_metrics(results, policies)
     out["faults"] = {p: f.to_dict() for p, f in faults.items()}
     out["leaderboard"] = leaderboard(standings.ratings, metrics, faults)
     return out

@@ -128,3 +128,32 @@ def test_evaluate_gives_the_metric_table(tmp_path):
     paths = save_results(results, tmp_path)
     assert load_results(paths["json"]) == results
     assert len(paths["metrics"].read_text().splitlines()) == 1 + len(METRICS)
+
+
+def test_team_rows_on_a_hand_built_case():
+    from evaluation.metrics import team_rows
+
+    def life(lifetime, achievement, kills):
+        row = dict.fromkeys(METRICS, 0.0)
+        row.update(lifetime=lifetime, achievement=achievement, player_kills=kills)
+        return [row[m] for m in METRICS]
+
+    matrix = np.array([life(10, 2, 1), life(30, 4, 0), life(5, 0, 2)])
+    ids, rows = team_rows(matrix, np.array([7, 7, 3]))
+    assert ids.tolist() == [3, 7]
+    assert rows.tolist() == [[5, 0, 2, 1], [30, 3, 1, 2]]  # lifetime max, achievement mean, kills sum, members
+
+
+def test_teams_play_for_one_policy_and_get_team_metrics(tmp_path):
+    conf = small_config(PLAYER_TEAM_SIZE=4, COMBAT_FRIENDLY_FIRE=False)
+    results = run_tournament(conf, ["random", "scripted:Forage"], seed=2, **{**QUICK, "episodes": 2})
+    policies = results["policies"]
+    team = results["team_metrics"]
+    assert sorted(team) == sorted(policies)
+    assert sum(team[p]["members"]["count"] for p in policies) == 2 * conf.PLAYER_N // 4  # teams over 2 episodes
+    task = EpisodeTask(0, conf.set("HORIZON", 8).to_toml(), "teams", tuple(policies), 5, 0)
+    result = run_episode(task)
+    for t in np.unique(result.teams):
+        assert len(set(result.owners[result.teams == t].tolist())) == 1  # teammates share a policy
+    paths = save_results(results, tmp_path)
+    assert paths["teams"].read_text().startswith("policy,metric,mean,std,count")
