@@ -1,7 +1,8 @@
 """Vector-env throughput by backend, workers and K (envs), and Ray's overhead over local processes.
 
 Usage: python benchmarks/bench_scale.py [--config train_small] [--envs 2 8 16] [--workers 1 2] [--steps 100]
-                                        [--repeats 3] [--ray-address ADDR]
+                                        [--repeats 3] [--ray-address ADDR] [--tournament-episodes 8]
+                                        [--tournament-ticks 128]
 
 Every row steps a `VectorEnv` of K envs with random valid moves for --steps steps after a
 10-step warm-up and reports env-steps/s (K x steps / seconds) and agent-steps/s (rows x steps /
@@ -9,6 +10,10 @@ seconds), best of --repeats. Backends: in-process (workers 0, the reference), wo
 with shared memory, and Ray actors (local Ray with this machine's cores unless --ray-address).
 The last column is the Ray row's time per step over the process row's with the same K and workers.
 Actions are drawn outside the timed region, so the figures are the env's, not the policy's.
+
+A second table times a tournament (--tournament-episodes episodes of --tournament-ticks ticks of
+scripted:Forage, scripted:Meander and scripted:Combat on small_maps) on local worker processes and
+on Ray actors, with Ray's start-up (ray.init) timed apart from the run.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from evaluation.tournament import run_tournament
 from nmmo import config as config_module
+from nmmo import distributed
 from nmmo.vector import VectorEnv
 
 
@@ -49,8 +56,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ray-address", default=None)
+    parser.add_argument("--tournament-episodes", type=int, default=8)
+    parser.add_argument("--tournament-ticks", type=int, default=128)
     args = parser.parse_args()
     config = config_module.resolve(args.config)
+    start = time.perf_counter()
+    distributed.init(args.ray_address)  # once, timed apart: every Ray row below reuses it
+    startup = time.perf_counter() - start
     cases = [(k, 0, "process") for k in args.envs]
     cases += [(k, w, b) for k in args.envs for w in args.workers for b in ("process", "ray") if w <= k]
     best: dict[tuple, float] = {}
@@ -68,6 +80,26 @@ def main() -> None:
         label = "in-process" if workers == 0 else backend
         table.add_row(str(k), label, str(workers), f"{1000 * best[case]:.1f}", f"{k / best[case]:,.0f}",
                       f"{k * config.PLAYER_N / best[case]:,.0f}", ratio)
+    Console(width=140).print(table)
+    tournament_table(args, startup)
+
+
+def tournament_table(args: argparse.Namespace, startup: float) -> None:
+    """Wall time of one tournament per backend (2 workers; Ray's includes starting its 2 actors)."""
+    table = Table(title=f"Tournament: {args.tournament_episodes} episodes x {args.tournament_ticks} ticks on "
+                        "small_maps, 3 scripted policies, 2 workers (best of --repeats)")
+    for name in ("backend", "seconds", "episodes/s"):
+        table.add_column(name, justify="right")
+    for backend in ("process", "ray"):
+        best = float("inf")
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            run_tournament("small_maps", ["scripted:Forage", "scripted:Meander"], episodes=args.tournament_episodes,
+                           ticks=args.tournament_ticks, workers=2, backend=backend, progress=False,
+                           ray_address=args.ray_address)
+            best = min(best, time.perf_counter() - start)
+        table.add_row(backend, f"{best:.2f}", f"{args.tournament_episodes / best:.2f}")
+    table.add_row("ray.init (once)", f"{startup:.2f}", "")
     Console(width=140).print(table)
 
 
