@@ -4,7 +4,7 @@ The import package is ``nmmo``. Start with ``nmmo.Env`` (a PettingZoo ParallelEn
 in ``nmmo.config``.
 """
 
-from nmmo import config, policy, world
+from nmmo import config, interfaces, policy, world
 from nmmo.config import Config, ConfigError
 from nmmo.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr
 from nmmo.env import BatchStep, Env, team_spirit
@@ -25,6 +25,7 @@ __all__ = [
     "TileAttr",
     "__version__",
     "config",
+    "interfaces",
     "policy",
     "world",
     "team_spirit",
