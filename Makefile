@@ -9,14 +9,14 @@ STAMP := $(VENV)/.installed
 WEB := client_server/web
 SERVE ?= 1
 
-.PHONY: demo test lint web chromium bench clean
+.PHONY: demo test lint web chromium bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned: its CPU build; a bare range would pull a multi-GB CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,serve,train,scale]'
+	$(PY) -m pip install --quiet -e '.[dev,serve,train,scale,docs]'
 	touch $(STAMP)
 
 # The 3D viewer: three.js built with vite from the committed lock file.
@@ -40,10 +40,14 @@ lint: $(STAMP)
 test: $(STAMP) lint web chromium
 	NMMO_REQUIRE_BROWSER=1 $(PY) -m pytest -q
 
+# This documentation site (mkdocs.yml), offline and strict: any warning fails. Output: site/.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) benchmarks/bench_mapgen.py
 	$(PY) benchmarks/bench_env.py
 	$(PY) benchmarks/bench_scripted.py
 
 clean:
-	rm -rf $(VENV) out build *.egg-info .pytest_cache .ruff_cache $(WEB)/node_modules $(WEB)/dist
+	rm -rf $(VENV) out build site *.egg-info .pytest_cache .ruff_cache $(WEB)/node_modules $(WEB)/dist
