@@ -13,7 +13,7 @@ settable when that system is on. Capacities (map size, populations, observation 
 base class and the presets; rules (damage, regeneration, XP rates) live in the mixins.
 
 Canonical tasks are TOML files in ``configs/`` (shipped inside the wheel as ``nmmo.configs``) and
-load with :func:`load`, by name (``"small_maps"``) or by path.
+load with `load`, by name (``"small_maps"``) or by path.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class Config:
         return f"unknown config key {key!r} for {self.name}.{hint}"
 
     def update(self, values: dict[str, Any]) -> Config:
-        """Set several keys; each is checked as by :meth:`set`."""
+        """Set several keys; each is checked as by `set`."""
         for key, value in values.items():
             self.set(key, value)
         return self
@@ -292,7 +292,7 @@ class Config:
         return out
 
     def to_toml(self) -> str:
-        """Render as a TOML task file that :func:`load` reads back to an equal config."""
+        """Render as a TOML task file that `load` reads back to an equal config."""
         preset = next((c.__name__ for c in type(self).__mro__ if c in _PRESETS.values()), "Config")
         lines = [f'preset = "{preset}"', f"systems = [{', '.join(repr(s) for s in self.SYSTEMS)}]"]
         lines = [line.replace("'", '"') for line in lines]
@@ -573,7 +573,7 @@ def load(name_or_path: str | os.PathLike[str]) -> Config:
     """Load a task config by canonical name (``"small_maps"``) or by path to a TOML file.
 
     The file names a ``preset`` (Small, Medium, Large or Config), the ``systems`` it enables and a
-    ``[keys]`` table of overrides; every key is checked as by :meth:`Config.set`.
+    ``[keys]`` table of overrides; every key is checked as by `Config.set`.
     """
     path = Path(name_or_path)
     if path.suffix != ".toml" and os.sep not in str(name_or_path):

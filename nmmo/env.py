@@ -1,13 +1,5 @@
 """`nmmo.Env`: the PettingZoo ParallelEnv over the realm, and a batched array API beside it.
 
-Args:
-    config: a `nmmo.config.Config`, a canonical config name ("small_maps"), a preset name or a TOML
-        path; None is `nmmo.config.Default`.
-    seed: seed of the first `reset()` when that call passes none.
-    reward_fn: optional ``f(env, agent_id) -> float`` replacing the default reward.
-    log_fn: optional ``f(env, agent_id) -> dict`` whose scalars are added to the episode metrics.
-    record: record the episode for `save_replay` (see `nmmo.replay`).
-
 Agents: ints 1, 2, 3, ... in spawn order, never reused in an episode. Agent slots (rows of the
 batched arrays) are reused by the next id.
 
@@ -72,6 +64,19 @@ class BatchStep:
 
 
 class Env(ParallelEnv):
+    """The game world as a PettingZoo ParallelEnv (agents, spaces and rewards: see the module notes).
+
+    Args:
+        config: a `nmmo.config.Config`, a canonical config name ("small_maps"), a preset name or a
+            TOML path; None is `nmmo.config.Default`.
+        seed: seed of the first `reset()` when that call passes none.
+        reward_fn: optional ``f(env, agent_id) -> float`` replacing the default reward.
+        log_fn: optional ``f(env, agent_id) -> dict`` whose scalars are added to the episode metrics.
+        render_mode: None, or "rgb_array" for `render()` to return the map as an RGB image.
+        record: record the episode for `save_replay` (see `nmmo.replay`).
+
+    """
+
     metadata = {"name": "nmmo_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
 
     def __init__(
