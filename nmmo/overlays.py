@@ -12,7 +12,8 @@ overlays are computed from the state tables when asked for:
 - ``skills``: the mean skill level of the player on each tile.
 
 `value_heatmap` turns a policy's value estimates at agent positions into a heatmap (the mean
-estimate per tile), for the value-function overlay of the training baseline.
+estimate per tile); `ValueMap` accumulates them over an episode into a map of the value function
+(the ``value`` overlay of `nmmo run --value-overlay`).
 """
 
 from __future__ import annotations
@@ -31,13 +32,44 @@ class OverlayError(ValueError):
     """An overlay name or heatmap is invalid; the message says which."""
 
 
+class ValueMap:
+    """Per-tile running mean of value estimates over an episode, painted as a heatmap.
+
+    One tick's estimates cover only the tiles agents stand on; accumulated, they paint the value
+    function over all the map the agents have explored. Tiles no agent has stood on yet take the
+    lowest mean so far, so they sit at the cold end of the colour map with the least valued tiles
+    instead of posing as a value of 0 (which is the top of the range when every estimate is
+    negative, as with the default death penalty).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = int(size)
+        self.total = np.zeros(self.size * self.size)
+        self.count = np.zeros(self.size * self.size, dtype=np.int64)
+
+    def add(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> None:
+        """Add one estimate per position (several on one tile are all counted)."""
+        flat = np.asarray(rows, dtype=np.int64) * self.size + np.asarray(cols, dtype=np.int64)
+        self.total += np.bincount(flat, weights=np.asarray(values, dtype=np.float64), minlength=self.total.size)
+        self.count += np.bincount(flat, minlength=self.count.size)
+
+    def heatmap(self, fill: float | None = None) -> np.ndarray:
+        """The mean estimate per visited tile; unvisited tiles hold `fill`, by default the lowest
+        mean (0 before any estimate)."""
+        seen = self.count > 0
+        mean = np.divide(self.total, self.count, out=np.zeros_like(self.total), where=seen)
+        if fill is not None:
+            mean[~seen] = fill
+        elif seen.any():
+            mean[~seen] = mean[seen].min()
+        return mean.reshape(self.size, self.size).astype(np.float32)
+
+
 def value_heatmap(size: int, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Mean of `values` per tile over the given positions (0 where no position falls)."""
-    flat = np.asarray(rows, dtype=np.int64) * size + np.asarray(cols, dtype=np.int64)
-    total = np.bincount(flat, weights=np.asarray(values, dtype=np.float64), minlength=size * size)
-    count = np.bincount(flat, minlength=size * size)
-    out = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
-    return out.reshape(size, size).astype(np.float32)
+    tiles = ValueMap(size)
+    tiles.add(rows, cols, values)
+    return tiles.heatmap(fill=0.0)
 
 
 class Overlays:

@@ -22,14 +22,14 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
              value_overlay: bool = False) -> dict:
     """Run one policy for every agent for `ticks` ticks; return per-lifetime metrics and timing.
 
-    `record` saves a replay there; `value_overlay` paints the policy's value estimates at agent
-    positions into a "value" overlay every tick (the policy must expose `last_values`, as
-    checkpoints do)."""
+    `record` saves a replay there; `value_overlay` paints the policy's value estimates into a
+    "value" overlay every tick: each tile's mean estimate over the run so far (`ValueMap`; the
+    policy must expose `last_values`, as checkpoints do)."""
     from tqdm import tqdm
 
     import nmmo
     from nmmo.enums import EntityAttr
-    from nmmo.overlays import value_heatmap
+    from nmmo.overlays import ValueMap
     from nmmo.policy import load_policy_class
 
     config.set("HORIZON", max(config.HORIZON, ticks))
@@ -41,7 +41,8 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         policy.reset(seed)
     obs, _ = env.reset()
     if value_overlay:
-        env.overlays.register("value", np.zeros((config.MAP_SIZE, config.MAP_SIZE)))
+        value_map = ValueMap(config.MAP_SIZE)
+        env.overlays.register("value", value_map.heatmap())
     lifetimes: list[dict] = []
     step_time = 0.0
     agent_steps = 0
@@ -51,8 +52,8 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         if value_overlay and live:
             me = np.stack([live[a]["Entity"][0] for a in policy.last_values])
             values = np.array(list(policy.last_values.values()))
-            env.overlays.update("value", value_heatmap(config.MAP_SIZE, me[:, EntityAttr.ROW], me[:, EntityAttr.COL],
-                                                       values))
+            value_map.add(me[:, EntityAttr.ROW], me[:, EntityAttr.COL], values)
+            env.overlays.update("value", value_map.heatmap())
         start = time.perf_counter()
         obs, _, terminations, truncations, infos = env.step(actions)
         step_time += time.perf_counter() - start

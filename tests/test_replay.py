@@ -7,7 +7,7 @@ import pytest
 
 import nmmo
 import scripted
-from nmmo.overlays import OverlayError, value_heatmap
+from nmmo.overlays import OverlayError, ValueMap, value_heatmap
 from nmmo.replay import VERSION, ReplayError, capture, load_replay
 
 
@@ -110,3 +110,14 @@ def test_overlay_api_validates_and_builtins_read_the_state():
 def test_value_heatmap_is_the_mean_per_tile():
     heat = value_heatmap(4, np.array([1, 1, 2]), np.array([1, 1, 3]), np.array([2.0, 4.0, -1.0]))
     assert heat[1, 1] == 3.0 and heat[2, 3] == -1.0 and heat.sum() == 2.0
+
+
+def test_value_map_accumulates_a_running_mean_and_fills_unvisited_tiles_with_the_lowest():
+    tiles = ValueMap(4)
+    assert not tiles.heatmap().any()  # nothing seen yet: all 0
+    tiles.add(np.array([1, 2]), np.array([1, 3]), np.array([-2.0, -1.0]))
+    tiles.add(np.array([1, 0]), np.array([1, 0]), np.array([-4.0, -0.5]))
+    heat = tiles.heatmap()
+    assert heat[1, 1] == -3.0 and heat[2, 3] == -1.0 and heat[0, 0] == -0.5
+    assert heat[3, 3] == -3.0 and (heat == -3.0).sum() == 16 - 2  # unvisited: the lowest mean
+    assert tiles.heatmap(fill=7.0)[3, 3] == 7.0

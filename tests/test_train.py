@@ -59,7 +59,8 @@ def test_checkpoint_plays_as_a_policy_and_paints_a_value_overlay(tmp_path):
     assert main(["run", "--config", "train_small", "--policy", spec, "--ticks", "6", "--record", str(replay),
                  "--value-overlay"]) == 0
     loaded = nmmo.replay.load_replay(replay)
-    assert "value" in loaded.overlay_names and loaded.overlay_at("value", 6) is not None
+    heat, low, high = loaded.overlay_at("value", 6)
+    assert low < high and (heat == 0).mean() > 0.9  # unvisited tiles (most of the map) hold the lowest mean
 
 
 def test_vector_env_workers_match_in_process():
