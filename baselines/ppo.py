@@ -37,6 +37,9 @@ from nmmo.world import atomic_write_bytes
 class Args:
     config: str = "train_small"
     """Config name, preset or TOML path of the training envs."""
+    env: str | None = None
+    """The env class, as pkg.module:Class or path/to/file.py:Class: an `nmmo.Env` subclass with your
+    own `reward` (the custom-reward recipe). None: `nmmo.Env` and its default reward."""
     num_envs: int = 8
     """Envs stepped together (8 x 64 slots amortizes per-call overheads: 22k+ agent-steps/s rollouts)."""
     workers: int = 0
@@ -131,7 +134,7 @@ def train(args: Args) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     config = config_module.resolve(args.config)
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
-                    ray_address=args.ray_address)
+                    ray_address=args.ray_address, env=args.env)
     side = 2 * config.PLAYER_VISION_RADIUS + 1
     model = Policy(side=side, hidden=args.hidden).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)

@@ -76,11 +76,11 @@ def _contiguous(config: Config, rows: int) -> np.ndarray:
 class BlockActor:
     """A block of envs in a Ray actor (wrapped with `ray.remote` by `RayBlocks`)."""
 
-    def __init__(self, config_toml: str, config_name: str, seeds: list[int]) -> None:
+    def __init__(self, config_toml: str, config_name: str, seeds: list[int], env: str | None = None) -> None:
         config = config_module.from_spec(_toml(config_toml), name=config_name)
         self.raw = _contiguous(config, len(seeds) * config.PLAYER_N)
         self.buffers = _allocate(config, len(seeds) * config.PLAYER_N, _Memory(self.raw))
-        self.block = _Block(config, seeds, self.buffers, 0)
+        self.block = _Block(config, seeds, self.buffers, 0, env)
 
     def reset(self) -> tuple[dict[str, np.ndarray], np.ndarray, list[int], list[bool]]:
         self.block.reset()
@@ -102,12 +102,12 @@ class RayBlocks:
     """The Ray backend of `VectorEnv`: `workers` actors, each stepping a contiguous block of envs."""
 
     def __init__(self, config: Config, seeds: list[int], workers: int, buffers: dict[str, np.ndarray],
-                 address: str | None = None) -> None:
+                 address: str | None = None, env: str | None = None) -> None:
         self.ray = init(address)
         check_capacity(self.ray, workers)
         self.config, self.slots = config, config.PLAYER_N
         self.config_toml, self.config_name = config.to_toml(), config.name
-        self.buffers = buffers
+        self.buffers, self.env = buffers, env
         self.parts = [part.tolist() for part in np.array_split(np.arange(len(seeds)), workers)]
         self.seeds = seeds
         self.remote_class = self.ray.remote(num_cpus=1, max_restarts=0)(BlockActor)
@@ -117,7 +117,8 @@ class RayBlocks:
         self.replacements = 0  # actors that died and were replaced, over the whole run
 
     def _start(self, i: int) -> Any:
-        return self.remote_class.remote(self.config_toml, self.config_name, [self.seeds[k] for k in self.parts[i]])
+        return self.remote_class.remote(self.config_toml, self.config_name, [self.seeds[k] for k in self.parts[i]],
+                                        self.env)
 
     def _rows(self, i: int) -> slice:
         return slice(self.parts[i][0] * self.slots, (self.parts[i][-1] + 1) * self.slots)

@@ -79,22 +79,30 @@ def load_policy_class(spec: str) -> type:
     if ":" not in spec:
         raise ValueError(f"policy spec {spec!r} is not one of {sorted(BUILTIN)} and has no ':Class' part "
                          "(use pkg.module:Class or path/to/file.py:Class)")
+    cls = import_spec(spec, "policy")
+    if not callable(getattr(cls, "act", None)):
+        raise ValueError(f"{spec!r} has no act(observations) method")
+    return cls
+
+
+def import_spec(spec: str, what: str = "object") -> Any:
+    """The object a ``pkg.module:Name`` or ``path/to/file.py:Name`` string names; errors name the
+    part that failed (`what` says what was being loaded: "policy", "env class", ...)."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ValueError(f"{what} spec {spec!r} needs the form pkg.module:Name or path/to/file.py:Name")
     where, name = spec.rsplit(":", 1)
     if where.endswith(".py"):
         path = Path(where)
         if not path.is_file():
-            raise ValueError(f"policy file {where!r} does not exist")
-        module_spec = importlib.util.spec_from_file_location(f"nmmo_policy_{path.stem}", path)
+            raise ValueError(f"{what} file {where!r} does not exist")
+        module_spec = importlib.util.spec_from_file_location(f"nmmo_{what.replace(' ', '_')}_{path.stem}", path)
         module = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(module)
     else:
         try:
             module = importlib.import_module(where)
         except ImportError as err:
-            raise ValueError(f"cannot import policy module {where!r}: {err}") from err
+            raise ValueError(f"cannot import {what} module {where!r}: {err}") from err
     if not hasattr(module, name):
         raise ValueError(f"{where!r} defines no {name!r}")
-    cls = getattr(module, name)
-    if not callable(getattr(cls, "act", None)):
-        raise ValueError(f"{spec!r} has no act(observations) method")
-    return cls
+    return getattr(module, name)

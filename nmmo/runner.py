@@ -160,11 +160,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise ValueError(f"training needs the [train] extra (pip install torch==2.13.0, then -e '.[train]'): "
                          f"{err}") from None
-    summary = train(Args(config=args.config, minutes=args.minutes, out=args.out, num_envs=args.num_envs,
+    shaping = {} if args.resource_reward is None else {"resource_reward": args.resource_reward}
+    summary = train(Args(config=args.config, env=args.env, minutes=args.minutes, out=args.out, num_envs=args.num_envs,
                          workers=args.workers, hidden=args.hidden, iterations=args.iterations, seed=args.seed,
                          resume=args.resume, wandb=args.wandb, device=args.device, league=args.league,
                          league_sampling=args.league_sampling, league_snapshot_every=args.league_snapshot_every,
-                         league_bots=tuple(args.league_bots), **ray_options(args)))
+                         league_bots=tuple(args.league_bots), **shaping, **ray_options(args)))
     last = summary["history"][-1] if summary["history"] else {}
     lifetime = last.get("lifetime", float("nan"))
     console.print(f"trained {summary['iterations']} iterations, {summary['steps']:,} agent-steps "
@@ -228,6 +229,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     train = sub.add_parser("train", help="train the PPO baseline (needs the [train] extra)")
     train.add_argument("--config", default="train_small", help="config name, preset or TOML path")
+    train.add_argument("--env", default=None, metavar="SPEC",
+                       help="your nmmo.Env subclass (custom reward) as file.py:Class or pkg.module:Class")
+    train.add_argument("--resource-reward", type=float, default=None, metavar="R",
+                       help="the trainer's shaping per unit of food or water gained (default 0.02; 0: the env's "
+                            "reward alone)")
     train.add_argument("--minutes", type=float, default=20.0)
     train.add_argument("--out", default="out/train", help="checkpoint, logs and curves go here")
     train.add_argument("--num-envs", type=int, default=8)

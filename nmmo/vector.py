@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 from dataclasses import dataclass
 from multiprocessing import shared_memory
+from pathlib import Path
 
 import numpy as np
 
@@ -67,13 +68,40 @@ def _allocate(config: Config, rows: int, shm: shared_memory.SharedMemory | None 
     return out
 
 
+def load_env_class(env: type | str | None) -> type:
+    """The env class `env` names: `nmmo.Env` for None, a subclass of it, or a spec string naming one."""
+    import nmmo
+    from nmmo.policy import import_spec
+
+    cls = nmmo.Env if env is None else import_spec(env, "env class") if isinstance(env, str) else env
+    if not (isinstance(cls, type) and issubclass(cls, nmmo.Env)):
+        raise ValueError(f"env {env!r} is not an nmmo.Env subclass")
+    return cls
+
+
+def env_spec(env: type | str | None) -> str | None:
+    """`env` as a string a worker process or Ray actor can load: file paths made absolute (workers
+    may run elsewhere on disk), classes named by their importable module."""
+    if env is None or isinstance(env, str):
+        if isinstance(env, str) and env.rsplit(":", 1)[0].endswith(".py"):
+            where, name = env.rsplit(":", 1)
+            return f"{Path(where).resolve()}:{name}"
+        return env
+    module = getattr(env, "__module__", "__main__")
+    if module == "__main__" or "<locals>" in env.__qualname__:
+        raise ValueError(f"env class {env.__qualname__} is defined in __main__ or a function, where worker processes "
+                         "cannot import it: define it in a module or a .py file and pass 'file.py:Class' (or use "
+                         "workers=0)")
+    return f"{module}:{env.__qualname__}"
+
+
 class _Block:
     """A few envs stepped in order, writing into a slice of the shared buffers."""
 
-    def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int) -> None:
-        import nmmo
-
-        self.envs = [nmmo.Env(config, seed=s) for s in seeds]
+    def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
+                 env: type | str | None = None) -> None:
+        env_class = load_env_class(env)
+        self.envs = [env_class(config, seed=s) for s in seeds]
         self.slots = config.PLAYER_N
         self.buffers, self.start = buffers, start_row
 
@@ -133,13 +161,13 @@ class _Block:
 
 
 def _worker(config_toml: str, config_name: str, seeds: list[int], shm_name: str, rows: int, start_row: int,
-            actions_name: str, pipe) -> None:  # pragma: no cover - runs in a child process
+            actions_name: str, pipe, env: str | None) -> None:  # pragma: no cover - runs in a child process
     config = config_module.from_spec(_toml(config_toml), name=config_name)
     shm = shared_memory.SharedMemory(name=shm_name)
     actions_shm = shared_memory.SharedMemory(name=actions_name)
     buffers = _allocate(config, rows, shm)
     actions = np.ndarray((rows, 3), np.int64, buffer=actions_shm.buf)
-    block = _Block(config, seeds, buffers, start_row)
+    block = _Block(config, seeds, buffers, start_row, env)
     n = len(seeds) * config.PLAYER_N
     try:
         while True:
@@ -165,8 +193,9 @@ def _toml(text: str) -> dict:
 class _InProcess:
     """workers=0: the envs step in this process."""
 
-    def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray]) -> None:
-        self.block = _Block(config, seeds, buffers, 0)
+    def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray],
+                 env: type | str | None) -> None:
+        self.block = _Block(config, seeds, buffers, 0, env)
 
     def reset(self) -> None:
         self.block.reset()
@@ -181,7 +210,7 @@ class _InProcess:
 class _Processes:
     """Worker processes writing into shared memory; the parent owns and unlinks the segments."""
 
-    def __init__(self, config: Config, seeds: list[int], workers: int) -> None:
+    def __init__(self, config: Config, seeds: list[int], workers: int, env: str | None) -> None:
         rows = len(seeds) * config.PLAYER_N
         nbytes = _allocate(config, 1)["_bytes"] * rows + 4096
         self.shm = shared_memory.SharedMemory(create=True, size=int(nbytes))
@@ -194,7 +223,7 @@ class _Processes:
             parent, child = context.Pipe()
             proc = context.Process(target=_worker, daemon=True, args=(
                 config.to_toml(), config.name, [seeds[i] for i in part], self.shm.name, rows,
-                int(part[0]) * config.PLAYER_N, self.actions_shm.name, child))
+                int(part[0]) * config.PLAYER_N, self.actions_shm.name, child, env))
             proc.start()
             self.procs.append(proc)
             self.pipes.append(parent)
@@ -234,13 +263,19 @@ def _stack_episodes(parts: list[np.ndarray]) -> np.ndarray:
 class VectorEnv:
     """K copies of an env config stepped together: in this process (``workers=0``), across worker
     processes (``workers=N``) or across Ray actors (``backend="ray"``, ``workers`` actors; pass
-    ``ray_address`` to use an existing cluster, see `nmmo.distributed.init`)."""
+    ``ray_address`` to use an existing cluster, see `nmmo.distributed.init`).
+
+    `env` picks the env class, for example an `nmmo.Env` subclass that overrides ``reward`` (the
+    custom-reward recipe): the class itself, or a ``pkg.module:Class`` / ``path/to/file.py:Class``
+    string. Workers and Ray actors build their envs from the string, so a class defined in a
+    script's ``__main__`` only works with ``workers=0``; default: `nmmo.Env`."""
 
     BACKENDS = ("process", "ray")
 
     def __init__(self, config: Config | str | None = None, num_envs: int = 4, seed: int = 0, workers: int = 0,
-                 backend: str = "process", ray_address: str | None = None) -> None:
+                 backend: str = "process", ray_address: str | None = None, env: type | str | None = None) -> None:
         self.config = config_module.resolve(config).validate()
+        load_env_class(env)  # fail here, naming the problem, rather than in a worker
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if workers < 0:
@@ -256,14 +291,14 @@ class VectorEnv:
 
             self.workers = min(max(workers, 1), num_envs)
             self.buffers = _allocate(self.config, self.rows)
-            self._impl = RayBlocks(self.config, seeds, self.workers, self.buffers, ray_address)
+            self._impl = RayBlocks(self.config, seeds, self.workers, self.buffers, ray_address, env_spec(env))
         elif workers == 0:
             self.workers = 0
             self.buffers = _allocate(self.config, self.rows)
-            self._impl = _InProcess(self.config, seeds, self.buffers)
+            self._impl = _InProcess(self.config, seeds, self.buffers, env)
         else:
             self.workers = min(workers, num_envs)
-            self._impl = _Processes(self.config, seeds, self.workers)
+            self._impl = _Processes(self.config, seeds, self.workers, env_spec(env))
             self.buffers = self._impl.buffers
 
     def _observations(self) -> dict[str, np.ndarray]:

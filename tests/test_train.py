@@ -84,3 +84,51 @@ def test_vector_env_workers_match_in_process():
 
 def test_default_model_size():
     assert 50_000 < parameter_count(Policy()) < 100_000
+
+
+ENV_FILE = '''
+import nmmo
+
+
+class Bonus(nmmo.Env):
+    """Reward 0.5 each step alive, -1 on death."""
+
+    def reward(self, agent_id):
+        return 0.5 if agent_id in self.realm.players else -1.0
+'''
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_vector_env_builds_the_env_class_a_spec_names(tmp_path, workers):
+    (tmp_path / "my_env.py").write_text(ENV_FILE)
+    spec = f"{tmp_path / 'my_env.py'}:Bonus"
+    with VectorEnv("train_small", num_envs=2, seed=1, workers=workers, env=spec) as vec:
+        vec.reset()
+        out = vec.step(np.full((vec.rows, 3), -1))
+        assert set(out.reward[out.alive].tolist()) == {0.5}
+
+
+def test_vector_env_rejects_what_it_cannot_build():
+    class Local(nmmo.Env):
+        pass
+
+    with pytest.raises(ValueError, match="defined in __main__ or a function"):
+        VectorEnv("train_small", num_envs=1, workers=1, env=Local)
+    with pytest.raises(ValueError, match="is not an nmmo.Env subclass"):
+        VectorEnv("train_small", num_envs=1, env="nmmo.policy:Random")
+    with pytest.raises(ValueError, match="env class file 'nowhere.py' does not exist"):
+        VectorEnv("train_small", num_envs=1, env="nowhere.py:Env")
+    with VectorEnv("train_small", num_envs=1, env=Local) as vec:  # in this process any subclass works
+        assert type(vec._impl.block.envs[0]) is Local
+
+
+def test_train_on_a_custom_reward_from_the_cli(tmp_path, monkeypatch):
+    (tmp_path / "my_env.py").write_text(ENV_FILE)
+    monkeypatch.chdir(tmp_path)
+    from nmmo.cli import main
+
+    assert main(["train", "--env", "my_env.py:Bonus", "--resource-reward", "0", "--iterations", "1", "--num-envs",
+                 "1", "--out", "run"]) == 0
+    (row,) = read_log(tmp_path / "run")
+    assert 0.1 < row["reward"] < 0.5  # +0.5 alive, -1 at death; the default reward (0 or -1) has no positive mean
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["args"]["env"] == "my_env.py:Bonus"

@@ -52,13 +52,16 @@ def test_killed_episode_actors_are_replaced_and_the_run_completes(ray_session):
         assert np.array_equal(got[i].lifetimes, result.lifetimes) and np.array_equal(got[i].owners, result.owners)
 
 
-def test_vector_env_on_ray_matches_local_through_a_killed_actor(ray_session):
+def test_vector_env_on_ray_matches_local_through_a_killed_actor(ray_session, tmp_path):
     conf = nmmo.config.load("train_small").set("HORIZON", 12)  # an auto-reset before the kill at step 17
+    (tmp_path / "my_env.py").write_text("import nmmo\n\n\nclass Bonus(nmmo.Env):\n    def reward(self, agent_id):\n"
+                                        "        return 0.5 if agent_id in self.realm.players else -1.0\n")
+    env = f"{tmp_path / 'my_env.py'}:Bonus"  # the actors build the env class the spec names
 
     def rollout(**backend):
         rng = np.random.default_rng(0)
         trace = []
-        with VectorEnv(conf, num_envs=3, seed=5, **backend) as vec:
+        with VectorEnv(conf, num_envs=3, seed=5, env=env, **backend) as vec:
             obs = vec.reset()
             for t in range(24):
                 if t == 17 and backend.get("backend") == "ray":
@@ -74,7 +77,7 @@ def test_vector_env_on_ray_matches_local_through_a_killed_actor(ray_session):
 
     local, _ = rollout(workers=0)
     remote, replaced = rollout(workers=2, backend="ray")
-    assert replaced == 1
+    assert replaced == 1 and 0.5 in remote[0][2]
     for a, b in zip(local, remote, strict=True):
         for x, y in zip(a, b, strict=True):
             assert np.array_equal(x, y)
