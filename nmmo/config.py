@@ -219,7 +219,8 @@ class Config:
 
     def _unknown_key_message(self, key: str) -> str:
         system = self._system_of(key)
-        if key in self._all_keys() and system is not None:
+        mixin = globals().get(system) if system is not None else None  # the system's mixin class, defined below
+        if system is not None and (key in self._all_keys() or key in vars(mixin or object)):
             return (
                 f"config key {key!r} belongs to the {system} system, which {self.name} does not "
                 f"enable; add the nmmo.config.{system} mixin (or list it under `systems` in TOML)"

@@ -40,6 +40,7 @@ def test_mixins_compose_and_enable_their_keys():
         ("MAP_WATER_THRESHOLD", float("nan"), r"finite"),
         ("MAP_SIZE", 100, r"MAP_SIZE is derived"),
         ("NPC_N", 3, r"belongs to the NPC system"),
+        ("COMBAT_MELEE_REACH", 2, r"belongs to the Combat system, which Small does not enable"),
     ],
 )
 def test_set_rejects_bad_input_with_a_clear_message(key, value, message):
