@@ -148,7 +148,8 @@ class ReplayViewer:
             "replay", self.replay.material_at(self.tick), center=header["center"], border=header["border"],
             ticks=self.replay.ticks, tick=self.tick, overlays=overlays,
             config={"name": header.get("config_name"), "PLAYER_N": header.get("n_players"),
-                    "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed")})))
+                    "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed"),
+                    "policies": header.get("policies")})))
 
     async def send_tick(self, full: bool) -> None:
         frame = self.replay.frame(self.tick)
@@ -247,7 +248,8 @@ class LiveSession:
                              tick=self.env.realm.state.tick, overlays=self.env.overlays.names(),
                              config={"name": config.name, "PLAYER_N": config.PLAYER_N,
                                      "NPC_N": config.NPC_N if config.has("NPC") else 0,
-                                     "HORIZON": config.HORIZON, "policy": self.policy_spec})
+                                     "HORIZON": config.HORIZON, "policy": self.policy_spec,
+                                     "policies": [self.policy_spec]})
 
     def advance(self) -> tuple[str, bool]:
         """One tick (runs in a worker thread); returns the encoded packet and whether the world reset."""

@@ -170,6 +170,11 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
             console.print(f"[yellow]{escape(policy)}[/]: {escape(message)}", highlight=False)
     if args.out is not None:
         _saved(console, save_results(results, args.out))
+    if args.record is not None:
+        from nmmo.runner import cli_command
+
+        console.print(f"replays: {args.record}/ (watch them: {cli_command()} serve --replay-dir {args.record})",
+                      highlight=False)
     return 0
 
 

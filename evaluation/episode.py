@@ -146,7 +146,7 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
             owner_of[ids], team_of[ids] = owners, teams
             reported.update(lifetimes_from_infos(infos))
         if task.replay_path is not None:
-            env.save_replay(task.replay_path)
+            env.save_replay(task.replay_path, policies=list(task.policies))
     finally:
         for handle in handles:
             handle.close()

@@ -251,10 +251,16 @@ class Env(ParallelEnv):
         """Record from the next reset on (same as `Env(..., record=True)`)."""
         self._recorder = Recorder()
 
-    def save_replay(self, path) -> Path:
-        """Write the episode recorded so far (see `nmmo.replay`); returns the path."""
+    def save_replay(self, path, policies: list[str] | None = None) -> Path:
+        """Write the episode recorded so far (see `nmmo.replay`); returns the path. `policies` names
+        who played, for the viewer: team t's players belong to ``policies[t % len(policies)]`` (the
+        way tournaments deal teams), and it colours players by policy when there are several."""
         if self._recorder is None:
             raise ValueError("this env is not recording: pass record=True or call env.record() before reset()")
+        if policies is not None:
+            if isinstance(policies, str) or not policies or not all(isinstance(p, str) for p in policies):
+                raise ValueError(f"policies must be a non-empty list of names, got {policies!r}")
+            self._recorder.header["policies"] = list(policies)
         self._recorder.capture_overlays(self.overlays, len(self._recorder.frames) - 1)
         return self._recorder.save(path)
 

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +19,19 @@ from nmmo import config as config_module
 console = Console()
 
 METRICS = ("lifetime", "player_kills", "equipment", "explore", "forage", "achievement")
+
+
+def cli_command() -> str:
+    """How the user's shell reaches this CLI: ``nmmo`` when that is on PATH, else the script beside
+    this interpreter (``.venv/bin/nmmo`` inside a checkout), else ``python -m nmmo``."""
+    script = Path(sys.executable).parent / "nmmo"
+    found = shutil.which("nmmo")
+    if found and script.exists() and Path(found).resolve() == script.resolve():
+        return "nmmo"
+    if script.exists():
+        relative = os.path.relpath(script)
+        return relative if not relative.startswith("..") else str(script)
+    return f"{sys.executable} -m nmmo"
 
 
 def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = True, record: str | None = None,
@@ -133,7 +149,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
                   highlight=False)
     if not args.serve:
-        console.print(f"4. watch an episode: nmmo serve --replay {replays / 'episode_000.replay'}", highlight=False)
+        console.print(f"4. watch an episode: {cli_command()} serve --replay {replays / 'episode_000.replay'}",
+                      highlight=False)
         return 0
     console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)", highlight=False)
     args.replay, args.replay_dir, args.live = str(replays / "episode_000.replay"), str(replays), False

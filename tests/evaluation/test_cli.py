@@ -60,3 +60,28 @@ def test_bad_input_is_a_clear_error(tmp_path, config_path, capsys):
     assert "Did you mean" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["tournament", "--policies", "random", "--metric", "gold"])
+
+
+def test_recorded_tournament_replays_name_their_policies(tmp_path, config_path, capsys):
+    import nmmo
+
+    replays = tmp_path / "replays"
+    code = main(["tournament", "--config", config_path, "--policies", "random", "scripted:Meander", "--episodes", "2",
+                 "--ticks", "4", "--workers", "0", "--quiet", "--record", str(replays)])
+    assert code == 0
+    assert f"replays: {replays}/ (watch them:" in capsys.readouterr().out
+    names = sorted(path.name for path in replays.glob("*.replay"))
+    assert names == ["episode_000.replay", "episode_001.replay"]
+    replay = nmmo.replay.load_replay(replays / names[0])
+    assert replay.header["policies"] == ["random", "scripted:Meander", "scripted:Combat"]
+
+
+def test_save_replay_checks_the_policy_names(tmp_path):
+    import nmmo
+
+    env = nmmo.Env(nmmo.config.Small(), seed=0, record=True)
+    env.reset()
+    for bad in ("random", [], ["random", 3]):
+        with pytest.raises(ValueError, match="policies must be a non-empty list of names"):
+            env.save_replay(tmp_path / "x.replay", policies=bad)
+    assert not (tmp_path / "x.replay").exists()

@@ -81,6 +81,9 @@ def decode_png(data: bytes) -> np.ndarray:
     return out.reshape(height, width, channels)[:, :, :3].astype(np.uint8)
 
 
+POLICIES = ("my_agent.py:Agent", "scripted:Forage")  # named in the replay: team t plays POLICIES[t % 2]
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("browser_replays")
@@ -92,7 +95,7 @@ def server(tmp_path_factory):
     env.overlays.register("gradient", gradient)
     for _ in range(30):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
-    env.save_replay(directory / "browser.replay")
+    env.save_replay(directory / "browser.replay", policies=list(POLICIES))
     with running(create_app(replay_dir=directory)) as port:
         yield f"http://127.0.0.1:{port}"
 
@@ -160,3 +163,10 @@ def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
     ActionChains(browser).move_to_element_with_offset(canvas, int(x), int(y)).click().perform()
     wait_for(browser, f"return document.getElementById('inspector').innerText.includes('id {agent}')")
     screenshot(browser, "viewer_inspector.png")
+
+    # the replay names its policies: the panel lists them and the inspector says whose agent this is
+    team = browser.execute_script(f"return window.viewer.entity({agent}).team")
+    inspector = browser.find_element(By.ID, "inspector").text
+    assert POLICIES[team % 2] in inspector and POLICIES[(team + 1) % 2] not in inspector
+    assert browser.find_element(By.ID, "policies").text.split("\n") == list(POLICIES)
+    assert browser.execute_script("return document.getElementById('picker-live').hidden")  # no live run here

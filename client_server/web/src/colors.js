@@ -64,6 +64,19 @@ export function teamSRGB(team) {
   return c;
 }
 
+/**
+ * What a player's colour stands for: its policy when the header names several (tournament replays
+ * deal team t to policies[t % count]), else its team.
+ */
+export function colorKey(team, policies) {
+  return policies && policies.length > 1 && team >= 0 ? team % policies.length : team;
+}
+
+/** The policy name of a team, or null when the header names none. */
+export function policyOf(team, policies) {
+  return policies && policies.length && team >= 0 ? policies[team % policies.length] : null;
+}
+
 // Team colours: hues spread by the golden ratio so neighbouring team ids differ strongly.
 const TEAM_CACHE = new Map();
 /** Linear-RGB components of a team id (what three.js instance colours expect), into out[o..o+2]. */

@@ -3,7 +3,7 @@
 // meshes' typed arrays from the EntityStore's interpolated positions: no per-entity objects.
 
 import * as THREE from 'three';
-import { NPC_COLORS, linear, teamColor } from './colors.js';
+import { NPC_COLORS, colorKey, linear, teamColor } from './colors.js';
 
 const NPC_LINEAR = NPC_COLORS.map(linear);
 
@@ -36,6 +36,7 @@ export class EntityRenderer {
       bar: new THREE.MeshBasicMaterial({ color: 0xffffff, side: THREE.DoubleSide, depthTest: true }),
     };
     this.geometries = { player, npc, bar };
+    this.policies = null; // the header's policy names: players are coloured by policy when there are several
     this.players = null;
     this.npcs = null;
     this.bars = null;
@@ -128,7 +129,7 @@ export class EntityRenderer {
       let o;
       if (kind === 0) {
         o = np * 16;
-        teamColor(teams[s], pc, np * 3);
+        teamColor(colorKey(teams[s], this.policies), pc, np * 3);
         this.playerIds[np] = ids[s];
         np++;
         pm[o] = scale; pm[o + 1] = 0; pm[o + 2] = 0; pm[o + 3] = 0;

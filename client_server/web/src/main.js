@@ -7,7 +7,7 @@ import { AttackEffects } from './effects.js';
 import { EntityRenderer } from './entities.js';
 import { EntityStore } from './state.js';
 import { Terrain } from './terrain.js';
-import { Inspector, Legend, Messages, Picker, formatNumber, normalizeReplays } from './ui.js';
+import { Inspector, Legend, Messages, Picker, PolicyList, formatNumber, normalizeReplays } from './ui.js';
 
 const $ = (id) => document.getElementById(id);
 const SPEEDS = [0.5, 1, 2, 5, 10, 20, 30, 60];
@@ -46,6 +46,7 @@ class Viewer {
     this.messages = new Messages();
     this.legend = new Legend();
     this.inspector = new Inspector();
+    this.policyList = new PolicyList();
     this.picker = new Picker((name) => this.choose(name));
 
     // Session state
@@ -82,6 +83,12 @@ class Viewer {
   // ---------------------------------------------------------------- connection
 
   start() {
+    fetch('/api/health', { cache: 'no-store' })
+      .then((res) => (res.ok ? res.json() : null))
+      .then((health) => {
+        if (health && health.live === false) this.picker.setLive(false);
+      })
+      .catch(() => {});
     const params = new URLSearchParams(location.search);
     const replay = params.get('replay');
     if (replay) return this.connect('replay', replay);
@@ -171,6 +178,10 @@ class Viewer {
       material = padded;
     }
     this.terrain.setMap(h, material);
+    const policies = Array.isArray(h.config?.policies) ? h.config.policies.map(String) : null;
+    this.entities.policies = policies;
+    this.inspector.policies = policies;
+    this.policyList.show(policies);
     this.store.reset(h.fields);
     this.effects.reset();
     this.tick = h.tick ?? 0;
@@ -592,6 +603,14 @@ window.viewer = Object.freeze({
   },
   screenPosition(id) {
     return viewer.screenPosition(id);
+  },
+  /** The fields of one entity as last received ({team, kind, health, ...}), or null when gone. */
+  entity(id) {
+    const slot = viewer.store.index.get(id);
+    if (slot === undefined) return null;
+    const out = {};
+    for (const [name, col] of viewer.store.columns) out[name] = col[slot];
+    return out;
   },
 });
 

@@ -1,6 +1,6 @@
 // Plain-DOM overlay widgets: messages, legend, inspector, replay picker.
 
-import { NPC_COLORS, NPC_KIND_NAMES, STYLE_NAMES, colormapCSS, cssColor, teamSRGB } from './colors.js';
+import { NPC_COLORS, NPC_KIND_NAMES, STYLE_NAMES, colorKey, colormapCSS, cssColor, policyOf, teamSRGB } from './colors.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -93,6 +93,7 @@ export class Legend {
 const ROWS = [
   ['kind', 'kind'],
   ['team', 'team'],
+  ['policy', null],
   ['position', null],
   ['tile', null],
   ['health', null],
@@ -117,6 +118,7 @@ export class Inspector {
     this.follow = $('follow');
     this.cells = new Map();
     this.id = null;
+    this.policies = null; // the header's policy names (null: unknown)
   }
 
   cell(label) {
@@ -169,12 +171,17 @@ export class Inspector {
     };
     const kind = v('kind');
     const team = v('team');
-    const rgb = kind === 0 ? teamSRGB(team) : NPC_COLORS[kind] || NPC_COLORS[0];
+    const rgb = kind === 0 ? teamSRGB(colorKey(team, this.policies)) : NPC_COLORS[kind] || NPC_COLORS[0];
     this.swatch.style.background = cssColor(rgb);
     for (const [label, field] of ROWS) {
       let text;
       if (label === 'kind') text = NPC_KIND_NAMES[kind] ?? formatNumber(kind);
       else if (label === 'team') text = team >= 0 ? formatNumber(team) : '–';
+      else if (label === 'policy') {
+        const policy = kind === 0 ? policyOf(team, this.policies) : null;
+        if (policy === null) continue;
+        text = policy;
+      }
       else if (label === 'position') text = `row ${formatNumber(v('row'))}, col ${formatNumber(v('col'))}`;
       else if (label === 'tile') text = terrain.materialName(v('row'), v('col'));
       else if (label === 'health') text = `${formatNumber(v('health'))} / ${formatNumber(v('max_health'))}`;
@@ -231,6 +238,11 @@ export class Picker {
     this.onPick = onPick;
   }
 
+  /** Offer the live run only when the server has one (GET /api/health says so). */
+  setLive(available) {
+    $('picker-live').hidden = !available;
+  }
+
   show(replays) {
     this.list.replaceChildren();
     if (!replays.length) {
@@ -263,5 +275,29 @@ export class Picker {
 
   hide() {
     this.el.hidden = true;
+  }
+}
+
+/** The list of policies and their colours (shown when a replay names several). */
+export class PolicyList {
+  constructor() {
+    this.el = $('policies');
+  }
+
+  show(policies) {
+    this.el.replaceChildren();
+    if (!policies || policies.length < 2) {
+      this.el.hidden = true;
+      return;
+    }
+    policies.forEach((name, i) => {
+      const row = document.createElement('div');
+      const swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = cssColor(teamSRGB(i));
+      row.append(swatch, ` ${name}`);
+      this.el.appendChild(row);
+    });
+    this.el.hidden = false;
   }
 }
