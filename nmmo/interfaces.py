@@ -200,9 +200,12 @@ class InterfaceEnv(ParallelEnv):
         return self.env.unwrapped
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Reset the interface (a seed draws its per-episode state), then the env."""
-        self.interface.reset(seed)
+        """Reset the env, then the interface with the episode's seed (the env's `episode_seed` when
+        no seed is given), so the episode, augmentation included, replays from that seed alone."""
         obs, infos = self.env.reset(seed=seed, options=options)
+        if seed is None:
+            seed = getattr(self.env.unwrapped, "episode_seed", None)
+        self.interface.reset(seed)
         view, out = self._transform(obs, Outcome({}, {}, {}, infos, list(self.env.agents)))
         return view, out.infos
 
@@ -278,6 +281,18 @@ def agent_class(policy_cls: Callable[[Config], Any], make_interface: Callable[[C
     cls_name = name or f"{getattr(policy_cls, '__name__', 'Policy')}Agent"
     return type(cls_name, (InterfaceAgent,), {"__init__": __init__, "__qualname__": cls_name,
                                               "__module__": getattr(policy_cls, "__module__", __name__)})
+
+
+def _require_raw(obs: dict, name: str, keys: tuple[str, ...]) -> None:
+    """A clear error when an interface that reads raw observation tables gets something else (one
+    agent tells: every observation of a step has the same structure)."""
+    if not obs:
+        return
+    agent, ob = next(iter(obs.items()))
+    if not isinstance(ob, Mapping) or any(not isinstance(ob.get(k), np.ndarray) for k in keys):
+        raise ValueError(f"{name} reads the raw {'/'.join(keys)} tables, which agent {agent!r}'s observation "
+                         f"lacks: put {name} before interfaces that replace them (Flatten, combine), or pass it "
+                         f"as a member: combine(config, {name}(...))")
 
 
 # ---------------------------------------------------------------- flatten
@@ -397,6 +412,10 @@ class ActionMask(Interface):
         self.keep_targets = keep_targets
 
     def _move(self, items: Mapping) -> dict:
+        if not isinstance(items, Mapping) or TARGETS_KEY not in items:
+            raise ValueError(f"ActionMask reads the raw {TARGETS_KEY} masks: put it before interfaces that change the "
+                             "observation's keys (Flatten, combine), or pass it as a member: combine(config, "
+                             "ActionMask())")
         out = {k: v for k, v in items.items() if self.keep_targets or k != TARGETS_KEY}
         out[MASK_KEY] = items[TARGETS_KEY]
         return out
@@ -440,6 +459,7 @@ class RewardShaping(Interface):
         """{agent: weighted change of its own-row metrics since its last observation} (0 the first time)."""
         if not obs or not self._columns.size:
             return {}
+        _require_raw(obs, "RewardShaping", ("Entity",))
         agents = list(obs)
         now = np.stack([obs[a]["Entity"][0] for a in agents])[:, self._columns].astype(np.float64)
         before = np.stack([self._last.get(a, row) for a, row in zip(agents, now, strict=True)])
@@ -524,16 +544,20 @@ class Augment(Interface):
     The transform is exactly invertible: `dihedral_inverse` gives the one that undoes it.
     """
 
+    #: Mixed into reset seeds, so the drawn transform is independent of what the env draws from
+    #: the same seed (the map: without it, every map would always show in one orientation).
+    SALT = 0xA06
+
     def __init__(self, config: Config, transform: int | None = None, seed: int | None = 0) -> None:
         self.map_size = config.MAP_SIZE
         self.radius = config.PLAYER_VISION_RADIUS
         self.fixed = None if transform is None else int(transform)
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(None if seed is None else [int(seed), self.SALT])
         self._prepare(0 if transform is None else transform)
 
     def reset(self, seed: int | None = None) -> None:
         if self.fixed is None:
-            rng = self._rng if seed is None else np.random.default_rng(seed)
+            rng = self._rng if seed is None else np.random.default_rng([int(seed), self.SALT])
             self._prepare(int(rng.integers(8)))
 
     def _prepare(self, index: int) -> None:
@@ -576,6 +600,7 @@ class Augment(Interface):
 
     def observations(self, obs: dict) -> dict:
         """All agents at once: stacked tiles and entity tables, transformed, split back per agent."""
+        _require_raw(obs, "Augment", ("Tile", "Entity"))
         if self.transform == 0 or not obs:
             return obs
         values = list(obs.values())
@@ -686,9 +711,9 @@ class Team(Interface):
     """Team-as-agent: each team is one agent (key: its team number, 0..n_teams-1).
 
     Members are found from the raw observation (the TEAM column of the observer's Entity row) and
-    keep a seat 0..team_size-1 while they live; a newcomer takes the lowest free seat (when a
-    member dies and its replacement spawns on the same tick, the newcomer waits one tick for the
-    seat). A team's observation is ``{"Members": member observations stacked along a leading
+    keep a seat 0..team_size-1 while they live; a newcomer takes the lowest free seat. A member's
+    final observation keeps its seat on the step it dies, unless a teammate spawned on that tick
+    needs the seat. A team's observation is ``{"Members": member observations stacked along a leading
     axis of team_size (empty seats zero), "Present": which seats hold a member}``, plus, when
     members have an ``action_mask``, the team's ``action_mask`` in the format the team action
     space samples with. A team's action has the member action's structure with a leading axis of
@@ -707,10 +732,14 @@ class Team(Interface):
         self.team_size, self.n_teams, self.respawn = int(team_size), int(n_teams), bool(respawn)
         self.member = member if member is not None else Interface()
         self.reward = reward
-        self.reset()
+        self._clear()
 
     def reset(self, seed: int | None = None) -> None:
         self.member.reset(seed)
+        self._clear()
+
+    def _clear(self) -> None:
+        """Forget the episode's seats and teams (the members keep their own state)."""
         self._seats: dict[int, list] = {}  # team -> agent in each seat (None: empty)
         self._team_of: dict[Any, int] = {}
         self._live: set[int] = set()
@@ -742,10 +771,16 @@ class Team(Interface):
             self._team_of[agent] = int(ob["Entity"][0, EntityAttr.TEAM])
         for seats in self._seats.values():
             seats[:] = [a if a in obs else None for a in seats]
+        # A member's final observation (health 0) arrives on the step it dies and keeps its seat
+        # for that step, unless a teammate spawned on the same tick needs the seat.
+        gone = {agent for agent, ob in obs.items() if ob["Entity"][0, EntityAttr.HEALTH] <= 0}
         for agent in obs:
             seats = self._seats.setdefault(self._team_of[agent], [None] * self.team_size)
-            if agent not in seats and None in seats:
-                seats[seats.index(None)] = agent
+            if agent in seats or agent in gone:
+                continue
+            free = [i for i, a in enumerate(seats) if a is None] or [i for i, a in enumerate(seats) if a in gone]
+            if free:
+                seats[free[0]] = agent
 
     def _join(self, members: list) -> dict:
         present = np.array([m is not None for m in members], dtype=np.int8)

@@ -126,6 +126,19 @@ def test_dead_team_members_free_their_seat_and_a_team_without_respawn_ends_with_
     assert list(obs) == [1]
 
 
+def test_members_spawned_on_the_tick_their_team_died_take_the_seats_at_once():
+    env = wrapped(teams, lambda c: combine(c))
+    env.reset(seed=0)
+    ent = env.unwrapped.realm.state.entities
+    ent.health[:8], ent.food[:8], ent.water[:8] = 1, 0, 0  # everyone starves this tick; respawns follow at once
+    env.step({})
+    newcomers = sorted(a for a in env.unwrapped.agents)
+    assert newcomers and min(newcomers) > 8
+    stay = {"Move": {"Direction": [int(Direction.NORTH)] * 4}}
+    raw = env.interface.actions({team: stay for team in env.agents}, env._raw_obs)
+    assert set(newcomers) <= set(raw)  # seated at once: the actions reach them (the dead ones' are ignored)
+
+
 def test_teams_with_respawn_live_until_the_horizon():
     env = wrapped(lambda: teams(HORIZON=3), lambda c: combine(c))
     env.reset(seed=0)
@@ -364,10 +377,48 @@ def test_augment_draws_one_transform_per_episode_from_the_seed():
     assert fixed.transform == 6
 
 
+def test_augment_draws_apart_from_the_map_and_replays_from_the_episode_seed():
+    conf = quick(MAP_N=4)
+    env = wrapped(lambda: conf, lambda c: Augment(c))
+    seen: dict[int, set] = {}
+    for seed in range(48):
+        env.reset(seed=seed)
+        seen.setdefault(env.unwrapped.realm.map.seed, set()).add(env.interface.transform)
+    assert len(seen) == 4 and all(len(transforms) >= 3 for transforms in seen.values())  # not tied to the map
+
+    draws = []
+    for env_seed in (1, 2):
+        unseeded = wrapped(lambda: conf, lambda c: Augment(c), seed=env_seed)
+        episodes = []
+        for _ in range(6):
+            unseeded.reset()
+            episodes.append((unseeded.unwrapped.episode_seed, unseeded.interface.transform))
+        draws.append([t for _, t in episodes])
+        for episode_seed, transform in episodes:  # each episode replays from its seed alone
+            again = wrapped(lambda: conf, lambda c: Augment(c))
+            again.reset(seed=episode_seed)
+            assert again.interface.transform == transform
+    assert draws[0] != draws[1]  # envs seeded apart rotate apart
+
+    member = Augment(conf, seed=5)
+    combine(teams(), member)
+    assert member.transform == 0  # building a team does not reset its members
+
+
+def test_interfaces_in_the_wrong_place_say_so():
+    for make, message in [(lambda c: stack(Flatten(), Augment(c, transform=3)), "Augment reads the raw Tile/Entity"),
+                          (lambda c: stack(Flatten(), RewardShaping({"food": 1.0})), "RewardShaping reads the raw"),
+                          (lambda c: stack(combine(c), ActionMask()), "ActionMask reads the raw ActionTargets")]:
+        env = wrapped(teams, make)
+        with pytest.raises(ValueError, match=message):
+            env.reset(seed=0)
+            env.step({})
+
+
 # -------------------------------------------------------------------- teams
 def member_obs(agent: int, team: int) -> dict:
     entity = np.zeros((2, len(EntityAttr)), dtype=np.int32)
-    entity[0, EntityAttr.ID], entity[0, EntityAttr.TEAM] = agent, team
+    entity[0, EntityAttr.ID], entity[0, EntityAttr.TEAM], entity[0, EntityAttr.HEALTH] = agent, team, 10
     return {"Entity": entity, "AgentId": agent, "Value": np.full(3, agent, dtype=np.float32)}
 
 
