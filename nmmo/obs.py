@@ -67,6 +67,17 @@ class ObservationBuilder:
         self.enterable = WALKABLE.copy()
         if not config.IMMORTAL:
             self.enterable[Material.LAVA] = True
+        self._windows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _window(self, grid: np.ndarray) -> np.ndarray:
+        """The (2R+1)^2 sliding-window view of a tile grid, made once per grid: the grids are
+        updated in place, and a view sees every update (making one costs as much as a small build)."""
+        cached = self._windows.get(id(grid))
+        if cached is None or cached[0] is not grid:
+            if len(self._windows) >= 4:  # grids of earlier episodes
+                self._windows.clear()
+            cached = self._windows[id(grid)] = (grid, sliding_window_view(grid, (self.side, self.side)))
+        return cached[1]
 
     def acquire(self, slots: np.ndarray) -> Observations:
         """A zeroed buffer set. Reuses a pooled one only when nothing outside the pool references it
@@ -88,10 +99,12 @@ class ObservationBuilder:
     def _clear(self, buffer: Observations, rebuilt: np.ndarray) -> None:
         """Zero what the last use wrote: the entity rows it filled, the masks (set sparsely by
         `build`), and the tiles of slots that will not be rebuilt (rebuilt ones are overwritten)."""
+        fresh = np.zeros(self.n_slots, dtype=bool)
+        fresh[rebuilt] = True
         for slots, observers, ranks in buffer.written:
             buffer.entity[observers, ranks] = 0
             buffer.entity_rows[observers, ranks] = -1
-            stale = slots[~np.isin(slots, rebuilt)]
+            stale = slots[~fresh[slots]]
             buffer.tile[stale] = 0
             buffer.move_mask[stale] = 0
         buffer.style_mask.fill(0)
@@ -146,10 +159,9 @@ class ObservationBuilder:
         # Tiles, row-major crop: indexing a sliding-window view copies whole window rows, about
         # twice as fast as gathering single tiles with flat indices.
         top, left = rows - self.radius, cols - self.radius
-        window = (self.side, self.side)
-        occ_rm = sliding_window_view(tiles.occupancy, window)[top, left].reshape(slots.size, -1)
+        occ_rm = self._window(tiles.occupancy)[top, left].reshape(slots.size, -1)
         tile = np.empty((slots.size, occ_rm.shape[1], N_TILE_ATTRS), dtype=np.int16)
-        tile[:, :, TileAttr.MATERIAL] = sliding_window_view(tiles.material, window)[top, left].reshape(slots.size, -1)
+        tile[:, :, TileAttr.MATERIAL] = self._window(tiles.material)[top, left].reshape(slots.size, -1)
         tile[:, :, TileAttr.OCCUPIED] = occ_rm >= 0
         tile[:, :, TileAttr.ROW] = rows[:, None] + self.tile_dr
         tile[:, :, TileAttr.COL] = cols[:, None] + self.tile_dc
