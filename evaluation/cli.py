@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def wide_console() -> Console:
     """A console for this command's output: the terminal's width, or wide enough for the
     leaderboard when the output goes to a file or pipe (where rich would assume 80 columns)."""
-    return Console(width=None if sys.stdout.isatty() else 200)
+    return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=True)
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

@@ -13,7 +13,7 @@ from rich.table import Table
 from nmmo import config as config_module
 from nmmo.config import ConfigError
 
-console = Console()
+console = Console(soft_wrap=True)  # paths and commands stay on one line, for copy and paste
 
 
 # ------------------------------------------------------------------ maps

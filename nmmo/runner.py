@@ -16,7 +16,7 @@ from rich.table import Table
 
 from nmmo import config as config_module
 
-console = Console()
+console = Console(soft_wrap=True)  # paths and commands stay on one line, for copy and paste
 
 METRICS = ("lifetime", "player_kills", "equipment", "explore", "forage", "achievement")
 
@@ -110,7 +110,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = config_module.resolve(args.config)
     result = simulate(config, args.policy, args.ticks, args.seed, record=args.record, value_overlay=args.value_overlay)
     if args.record:
-        console.print(f"replay: {args.record}  (watch: nmmo serve --replay {args.record})", highlight=False)
+        console.print(f"replay: {args.record}  (watch: {cli_command()} serve --replay {args.record})", highlight=False)
     console.print(metric_table(f"{args.policy} on {config.name}: {len(result['lifetimes'])} lifetimes, "
                                f"{result['ticks']} ticks", result["lifetimes"]))
     console.print(f"{result['agent_steps'] / max(result['step_time'], 1e-9):,.0f} agent-steps/s in env.step")
