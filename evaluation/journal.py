@@ -75,8 +75,9 @@ class Journal:
             raise ValueError(f"{str(self.path)!r} has journal version {header.get('version')}, expected {VERSION}")
         for key, value in self.run.items():
             if header.get(key) != value:
-                raise ValueError(f"cannot resume from {str(self.path)!r}: its {key} is {_short(header.get(key))}, "
-                                 f"this run's is {_short(value)} (use another --out or drop --resume)")
+                theirs, ours = _first_difference(header.get(key), value)
+                raise ValueError(f"cannot resume from {str(self.path)!r}: its {key} {theirs}, "
+                                 f"this run's {ours} (use another --out or drop --resume)")
         for number, line in enumerate(lines[1:], start=2):
             try:
                 result = _decode(json.loads(line), self.policies)
@@ -103,6 +104,25 @@ class Journal:
             os.fsync(handle.fileno())
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+def _first_difference(theirs: Any, ours: Any) -> tuple[str, str]:
+    """Phrases naming where two run settings part: for a config (TOML text) the first differing line,
+    e.g. ``has HORIZON = 64`` / ``has HORIZON = 32``, so a changed --ticks reads as what it is."""
+    if isinstance(theirs, str) and isinstance(ours, str) and "\n" in theirs + ours:
+        old_lines, new_lines = theirs.splitlines(), ours.splitlines()
+        for old, new in zip(old_lines, new_lines, strict=False):
+            if old != new:
+                return f"has {_clip(old)}", f"has {_clip(new)}"
+        if len(old_lines) != len(new_lines):
+            shorter = min(len(old_lines), len(new_lines))
+            if len(old_lines) > shorter:
+                return f"has {_clip(old_lines[shorter])}", "does not"
+            return "does not", f"has {_clip(new_lines[shorter])}"
+    return f"is {_short(theirs)}", f"is {_short(ours)}"
+
+
+def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    return _clip(repr(value), limit)

@@ -86,7 +86,7 @@ class Config:
     MAP_FOREST_THRESHOLD: float = 0.85
     """... at or below this is forest; above it is stone."""
     PATH_MAPS: str = ""
-    """Map cache directory; empty means $NMMO_CACHE_DIR/maps or ~/.cache/nmmo/maps."""
+    """Map cache directory; empty means $NMMO_CACHE_DIR/maps, else $XDG_CACHE_HOME/nmmo/maps (~/.cache)."""
 
     # --- episode and players ---
     HORIZON: int = 1024

@@ -59,6 +59,8 @@ def test_resume_refuses_another_run_and_damage(tmp_path):
     run_tournament(conf, episodes=2, journal=journal, **ARGS)
     with pytest.raises(ValueError, match=r"its seed is 3, this run's is 4"):
         run_tournament(conf, episodes=2, journal=journal, resume=True, **{**ARGS, "seed": 4})
+    with pytest.raises(ValueError, match=r"its config has HORIZON = 16, this run's has HORIZON = 24"):
+        run_tournament(conf, episodes=2, journal=journal, resume=True, **{**ARGS, "ticks": 24})
     lines = journal.read_text().splitlines()
     journal.write_text("\n".join([lines[0], "{not json", lines[2]]) + "\n")
     with pytest.raises(ValueError, match="line 2 is damaged"):
