@@ -60,7 +60,10 @@ class Realm:
         movement.resolve(state, config, directions, rng)  # all moves, conflicts by random priority
         _update_explore(ent)
         spawned = spawn.respawn_players(state, config, rng) if respawn else np.zeros(0, dtype=np.int64)
-        spawn.spawn_npcs(state, config, rng, config.NPC_SPAWN_ATTEMPTS if config.has("NPC") else 0)
+        npcs = spawn.spawn_npcs(state, config, rng, config.NPC_SPAWN_ATTEMPTS if config.has("NPC") else 0)
+        # entities born during tick t are first seen at t + 1: their time alive counts from there
+        ent.spawn_tick[spawned] = state.tick + 1
+        ent.spawn_tick[npcs] = state.tick + 1
         dead = spawn.remove_dead(state)
         resource.regrow_forests(state, config, rng)
         state.tick += 1

@@ -86,7 +86,7 @@ class Entities:
         self.flee_row = np.zeros(n, dtype=np.int32)
         self.flee_col = np.zeros(n, dtype=np.int32)
         self.player_kills = np.zeros(n, dtype=np.int32)
-        self.max_equipment = np.zeros(n, dtype=np.int32)
+        self.max_equipment = np.zeros(n, dtype=np.float32)  # mean of two pieces: x.5 happens
         self.max_explore = np.zeros(n, dtype=np.int32)
 
     @property

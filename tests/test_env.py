@@ -136,6 +136,29 @@ def test_idle_agents_starve_on_their_14th_update():
     del ent, tiles
 
 
+def test_respawned_agents_count_time_alive_from_their_first_observation():
+    class Foraging(config.Small, config.Resource):
+        pass
+
+    env = nmmo.Env(Foraging().set("HORIZON", 64), seed=0)
+    obs, _ = env.reset()
+    first_seen = {agent: 0 for agent in obs}
+    lifetimes = {}
+    for tick in range(1, 64):
+        obs, _, terms, _, infos = env.step({})
+        for agent, ob in obs.items():
+            if agent not in first_seen:
+                first_seen[agent] = tick
+                assert ob["Entity"][0, EntityAttr.TIME_ALIVE] == 0, agent
+            assert ob["Entity"][0, EntityAttr.TIME_ALIVE] == tick - first_seen[agent]
+        for agent, done in terms.items():
+            if done:
+                lifetimes[agent] = infos[agent]["episode"]["lifetime"]
+                assert lifetimes[agent] == tick - first_seen[agent], agent
+    respawned_dead = [a for a in lifetimes if first_seen[a] > 0]
+    assert respawned_dead and min(lifetimes[a] for a in respawned_dead) >= 14  # idle: starve at 14
+
+
 def test_bad_actions():
     env = nmmo.Env(AllSmall(), seed=0)
     obs, _ = env.reset()

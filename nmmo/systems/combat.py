@@ -184,4 +184,4 @@ def _credit_kills(state: State, killed: np.ndarray, killers: np.ndarray) -> None
     np.add.at(ent.player_kills, killers[players_killed], 1)
     better = ent.armour[killed] > ent.armour[killers]
     ent.armour[killers] = np.where(better, ent.armour[killed], ent.armour[killers])
-    ent.max_equipment[killers] = np.maximum(ent.max_equipment[killers], ent.equipment(killers).astype(np.int32))
+    ent.max_equipment[killers] = np.maximum(ent.max_equipment[killers], ent.equipment(killers))

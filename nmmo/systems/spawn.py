@@ -1,8 +1,8 @@
 """Spawning and removal: players on the edge ring, NPCs inside by danger, the dead taken away.
 
 Players: `reset` places PLAYER_N agents evenly around the spawn ring (the playable square's outer
-ring), starting at a random point; teams are contiguous blocks of slots, so teammates spawn side by
-side. With PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS free slots per tick get a new agent id on a
+ring), starting at a random point; teams are contiguous blocks of slots; each team starts on neighbouring
+ring tiles and the teams are spread evenly. With PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS free slots per tick get a new agent id on a
 random free ring tile; a slot keeps its team. NPCs: up to NPC_SPAWN_ATTEMPTS random tiles per tick
 until NPC_N exist (reset fills them at once); their kind and level follow the danger of the tile
 (0 at the playable edge, about 1 at the centre).
@@ -74,10 +74,20 @@ def spawn_initial_players(state: State, config: Config, rng: np.random.Generator
     ring = spawn_ring(config)
     n = config.PLAYER_N
     start = int(rng.integers(len(ring)))
-    index = (start + (np.arange(n) * len(ring)) // n) % len(ring)
     slots = np.arange(n)
+    index = (start + _ring_offsets(n, config.PLAYER_TEAM_SIZE, len(ring))) % len(ring)
     _place(state, slots, ring[index])
     _init_players(state, config, slots)
+
+
+def _ring_offsets(n: int, team_size: int, ring: int) -> np.ndarray:
+    """Ring positions of the initial slots: evenly spaced; with teams, each team's members on
+    neighbouring ring tiles and the teams evenly spaced (when the ring has room for that)."""
+    slots = np.arange(n)
+    n_teams = -(-n // team_size)
+    if team_size <= 1 or n_teams * team_size > ring:
+        return (slots * ring) // n
+    return ((slots // team_size) * ring) // n_teams + slots % team_size
 
 
 def respawn_players(state: State, config: Config, rng: np.random.Generator) -> np.ndarray:

@@ -317,6 +317,18 @@ def test_killer_takes_each_armour_piece_that_beats_its_own():
     assert state.entities.max_equipment[0] == 7  # the mean of the two pieces
 
 
+def test_equipment_metric_keeps_half_levels():
+    # armour (3, 0) is equipment 1.5: the metric must not round it down to 1 (and (1, 0) to 0,
+    # which would miss the easy Equipment achievement at 1 only by rounding)
+    conf = make_config("Combat", "NPC")
+    state = make_state(grass_map(12), n_players=1, n_npcs=1)
+    add_player(state, 0, 5, 5, levels=STRONG)
+    add_npc(state, 1, 5, 6, level=5)
+    state.entities.armour[1] = (3, 0)
+    assert attack(state, conf, [(0, Style.MELEE, 1)]).killed.tolist() == [1]
+    assert state.entities.max_equipment[0] == 1.5
+
+
 def test_no_loot_without_a_kill():
     conf = make_config("Combat")
     state = make_state(grass_map(12), n_players=2)

@@ -90,6 +90,24 @@ def test_teams_are_contiguous_blocks_next_to_each_other_on_the_ring(player_n, te
     assert changes == player_n // team_size  # each team is one unbroken arc of the ring
 
 
+@pytest.mark.parametrize(("player_n", "team_size"), [(8, 4), (12, 3), (28, 4), (16, 2)])
+def test_teammates_start_on_neighbouring_ring_tiles(player_n, team_size):
+    conf, state = _player_world(player_n, team_size=team_size, seed=player_n)
+    ent = state.entities
+    ring_length = len(_ring_order(LOW, HIGH))
+    for team in range(player_n // team_size):
+        seats = np.flatnonzero(ent.team[:player_n] == team)
+        rows, cols = ent.row[seats], ent.col[seats]
+        # consecutive seats stand on touching tiles (the ring goes round corners)
+        steps = np.maximum(np.abs(np.diff(rows)), np.abs(np.diff(cols)))
+        assert steps.tolist() == [1] * (team_size - 1), (team, rows.tolist(), cols.tolist())
+    leaders = np.flatnonzero(np.arange(player_n) % team_size == 0)
+    ring = _ring_order(LOW, HIGH)
+    starts = sorted(ring[cell] for cell in _cells(state, leaders))
+    gaps = np.diff(starts + [starts[0] + ring_length])
+    assert gaps.max() - gaps.min() <= 1  # teams spread evenly around the ring
+
+
 # ---------------------------------------------------------------------------------- respawning
 def _kill(state, rows):
     state.entities.health[rows] = 0
