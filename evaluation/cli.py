@@ -33,8 +33,8 @@ def _fmt(value: Any, digits: int = 2) -> str:
 def metric_table(results: dict[str, Any]) -> Table:
     """Mean, std and count of every metric for each policy of a result (pooled over episodes)."""
     settings = results["settings"]
-    table = Table(title=f"{', '.join(results['policies'])} on {results['config']['name']}: {settings['episodes']} "
-                        f"episode(s) of {settings['ticks']} ticks on held-out maps")
+    table = Table(title=escape(f"{', '.join(results['policies'])} on {results['config']['name']}: "
+                               f"{settings['episodes']} episode(s) of {settings['ticks']} ticks on held-out maps"))
     table.add_column("policy")
     table.add_column("metric")
     for name in ("mean", "std", "lifetimes"):
@@ -71,8 +71,9 @@ def fault_text(record: dict[str, Any]) -> str:
 def leaderboard_table(results: dict[str, Any]) -> Table:
     """Final leaderboard: SR with its 95 % interval, mu, sigma, each metric's mean and the faults."""
     settings = results["settings"]
-    table = Table(title=f"Leaderboard: {settings['episodes']} episode(s) of {settings['ticks']} ticks on "
-                        f"{results['config']['name']}, ranked by {settings['metric']}; SR 1500 = {settings['anchor']}")
+    table = Table(title=escape(f"Leaderboard: {settings['episodes']} episode(s) of {settings['ticks']} ticks on "
+                               f"{results['config']['name']}, ranked by {settings['metric']}; "
+                               f"SR 1500 = {settings['anchor']}"))
     for name in ("#", "policy", "SR", "95% CI", "mu", "sigma"):
         table.add_column(name, justify="left" if name == "policy" else "right")
     for name in METRICS:
@@ -101,7 +102,7 @@ def history_table(results: dict[str, Any]) -> Table:
 
 
 def _saved(console: Console, paths: dict[str, Path]) -> None:
-    console.print("results: " + ", ".join(str(p) for p in paths.values()), highlight=False)
+    console.print("results: " + ", ".join(str(p) for p in paths.values()), highlight=False, markup=False)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -117,11 +118,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         console.print(team_table(results))
     faults = results["faults"][args.policy]
     if any(faults[k] for k in ("exception", "timeout", "malformed")):
-        console.print(f"faults: {fault_text(faults)}", highlight=False)
+        console.print(f"faults: {fault_text(faults)}", highlight=False, markup=False)
         for message in faults["messages"]:
             console.print(f"  {escape(message)}", highlight=False)
     if args.out is not None:
         _saved(console, save_results(results, args.out))
+    episodes = results["settings"]["episodes"]
+    if faults["disabled"] >= episodes:
+        # the policy was disabled in every episode (e.g. it failed to load): the table measures nothing
+        raise ValueError(f"{args.policy} never ran: disabled in all {episodes} episode(s) "
+                         f"({fault_text(faults)}); the metrics above are not its own")
     return 0
 
 
@@ -174,7 +180,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         from nmmo.runner import cli_command
 
         console.print(f"replays: {args.record}/ (watch them: {cli_command()} serve --replay-dir {args.record})",
-                      highlight=False)
+                      highlight=False, markup=False)
     return 0
 
 

@@ -9,11 +9,18 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from nmmo import config as config_module
 from nmmo.config import ConfigError
 
-console = Console(soft_wrap=True)  # paths and commands stay on one line, for copy and paste
+# paths and commands stay on one line, for copy and paste; no markup: user text (paths, names, error
+# messages) is printed as typed, brackets included
+console = Console(soft_wrap=True, markup=False)
+
+#: The viewer's speed range in ticks per second (client_server.server.SPEED_RANGE, which needs the
+#: [serve] extra to import); `serve --speed` is checked against it before anything starts.
+SPEED_RANGE = (0.5, 60.0)
 
 
 # ------------------------------------------------------------------ maps
@@ -154,16 +161,56 @@ def _add_engine_commands(sub: argparse._SubParsersAction) -> None:
 
     runner.add_commands(sub)
     evaluation_cli.add_commands(sub)
+    runner.console = console  # markup off there too: `run --record "a[b].replay"` prints the path as given
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Reject nonsense numbers and missing paths before any work starts (ValueError naming the flag)."""
+    command = getattr(args, "command", None)
+    seed = getattr(args, "seed", None)
+    if seed is not None and seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {seed}")
+    if command == "maps":
+        if args.zoom < 0:
+            raise ValueError(f"--zoom must be >= 0 (0: at least 256 px wide), got {args.zoom}")
+        if args.downscale < 1:
+            raise ValueError(f"--downscale must be >= 1, got {args.downscale}")
+        if getattr(args, "n", None) is not None and args.n < 1:
+            raise ValueError(f"--n must be >= 1, got {args.n}")
+    if command in ("run", "demo") and args.ticks < 1:
+        raise ValueError(f"--ticks must be a positive int, got {args.ticks}")
+    if command == "demo" and args.episodes < 1:
+        raise ValueError(f"--episodes must be a positive int, got {args.episodes}")
+    if command == "serve":
+        low, high = SPEED_RANGE
+        if not low <= args.speed <= high:  # also rejects nan
+            raise ValueError(f"--speed must be in {low:g}..{high:g} ticks per second, got {args.speed:g}")
+        if args.replay_dir is not None and not Path(args.replay_dir).is_dir():
+            what = "is not a directory" if Path(args.replay_dir).exists() else "does not exist"
+            raise ValueError(f"--replay-dir {args.replay_dir} {what}")
+        if args.replay is not None and Path(args.replay).is_dir():
+            raise ValueError(f"--replay {args.replay} is a directory (to serve every replay in it: --replay-dir)")
+
+
+def error_line(err: BaseException) -> str:
+    """One line for a failed command; an OSError names its path(s) (exc.filename)."""
+    if isinstance(err, OSError) and err.filename is not None:
+        paths = str(err.filename) if err.filename2 is None else f"{err.filename} -> {err.filename2}"
+        return f"{paths}: {err.strerror or err}"
+    return str(err)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_args(args)
         return int(args.func(args) or 0)
-    except (ConfigError, ValueError, FileNotFoundError) as err:
-        # soft_wrap: an error message stays one line (greppable, copyable) whatever the terminal width
-        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+    except (ConfigError, ValueError, OSError) as err:
+        # soft_wrap: an error message stays one line (greppable, copyable) whatever the terminal width;
+        # a Text, not markup, so brackets in the message ([Errno 2], [keys], paths) survive
+        line = Text.assemble(("error:", "bold red"), " ", error_line(err))
+        console.print(line, highlight=False, soft_wrap=True)
         return 2
 
 

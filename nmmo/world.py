@@ -207,6 +207,17 @@ def cache_key(config: Config, seed: int) -> str:
     return hashlib.sha256(blob).hexdigest()[:20]
 
 
+def _read_umask() -> int:
+    """The process umask (read once: os.umask can only be read by setting it, so set it back at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: Files written atomically get the mode open() would give them (mkstemp makes them 0600).
+_FILE_MODE = 0o666 & ~_read_umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write `data` to `path` so readers see the old file or the new one, never a partial one."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -216,6 +227,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -88,3 +88,84 @@ def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
     assert "tournament" in out and "Leaderboard" in out and "scripted:Forage" in out
     assert (out_dir / "demo_map.png").is_file() and (out_dir / "results.json").is_file()
     assert sorted(p.name for p in (out_dir / "replays").iterdir()) == ["episode_000.replay", "episode_001.replay"]
+
+
+# ------------------------------------------------------------ bad input
+def test_brackets_in_paths_and_errors_print_as_typed(tmp_path, capsys):
+    """User text is not rich markup: `[a]` in a path or `[keys]` in a message must survive."""
+    record = tmp_path / "rr[a].replay"
+    assert main(["run", "--config", "Small", "--ticks", "2", "--record", str(record)]) == 0
+    assert record.exists()
+    out = capsys.readouterr().out
+    assert f"replay: {record}" in out and f"--replay {record}" in out
+    assert main(["config", "show", str(tmp_path / "x[keys].toml")]) == 2
+    assert "x[keys].toml" in capsys.readouterr().out
+
+
+def test_os_errors_are_one_error_line_naming_the_path(tmp_path, capsys):
+    folder = tmp_path / "folder.replay"
+    folder.mkdir()
+    assert main(["run", "--config", "Small", "--ticks", "2", "--record", str(folder)]) == 2
+    out = capsys.readouterr().out
+    assert "error:" in out and str(folder) in out and "Traceback" not in out
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["maps", "show", "0", "--config", "Small", "--preview", str(blocker / "map.png")]) == 2
+    out = capsys.readouterr().out
+    assert "error:" in out and str(blocker) in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["run", "--config", "Small", "--ticks", "0"], "--ticks"),
+    (["run", "--config", "Small", "--ticks", "-5"], "--ticks"),
+    (["run", "--config", "Small", "--ticks", "2", "--seed", "-1"], "--seed"),
+    (["maps", "generate", "--config", "Small", "--n", "1", "--downscale", "0"], "--downscale"),
+    (["maps", "generate", "--config", "Small", "--n", "1", "--downscale", "-1"], "--downscale"),
+    (["maps", "show", "0", "--config", "Small", "--zoom", "-3"], "--zoom"),
+    (["demo", "--ticks", "0"], "--ticks"),
+    (["serve", "--live", "--speed", "0"], "--speed"),
+    (["serve", "--live", "--speed", "-5"], "--speed"),
+    (["serve", "--live", "--speed", "nan"], "--speed"),
+    (["serve", "--live", "--speed", "61"], "--speed"),
+])
+def test_nonsense_numbers_are_rejected_naming_the_flag(argv, flag, capsys):
+    assert main(argv) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("error:") and flag in out and "lifetimes" not in out
+
+
+def test_serve_checks_its_paths_first(tmp_path, capsys):
+    assert main(["serve", "--replay-dir", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().out
+    assert main(["serve", "--replay", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().out
+
+
+def test_serve_speed_range_is_the_websocket_range():
+    server = pytest.importorskip("client_server.server")
+    from nmmo import cli
+
+    assert cli.SPEED_RANGE == server.SPEED_RANGE
+
+
+def test_atomic_writes_get_the_umask_mode(tmp_path):
+    import os
+
+    from nmmo import world
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    path = tmp_path / "out.bin"
+    world.atomic_write_bytes(path, b"data")
+    assert path.read_bytes() == b"data"
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_eval_fails_when_the_policy_never_ran(tmp_path, capsys):
+    broken = tmp_path / "truncated.pt"
+    broken.write_bytes(b"PK\x03\x04 truncated")
+    argv = ["eval", "--config", "Small", "--policy", f"ckpt:{broken}", "--ticks", "2", "--episodes", "1",
+            "--workers", "0", "--quiet", "--out", str(tmp_path / "eval")]
+    assert main(argv) == 2
+    out = capsys.readouterr().out
+    assert "never ran" in out and "disabled in all 1 episode(s)" in out
