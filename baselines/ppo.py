@@ -94,11 +94,13 @@ class Args:
     extra: dict = field(default_factory=dict)
 
 
-def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config) -> None:
+def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config,
+                    rng: np.random.Generator | None = None) -> None:
     buffer = io.BytesIO()
     torch.save({"model": model.state_dict(), "model_kwargs": model.kwargs, "optimizer": optimizer.state_dict(),
                 "args": dataclasses.asdict(args), "step": step, "iteration": iteration,
-                "config_toml": config.to_toml(), "config_name": config.name}, buffer)
+                "config_toml": config.to_toml(), "config_name": config.name,
+                "rng": None if rng is None else rng.bit_generator.state}, buffer)
     atomic_write_bytes(path, buffer.getvalue())
 
 
@@ -138,15 +140,19 @@ def train(args: Args) -> dict:
     side = 2 * config.PLAYER_VISION_RADIUS + 1
     model = Policy(side=side, hidden=args.hidden).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
+    rng = np.random.default_rng(args.seed)  # minibatch shuffles: the same seed gives the same run
     step, iteration = 0, 0
-    log_path = out / "log.csv"
     if args.resume:
         ckpt = load_checkpoint(out / "checkpoint.pt", args.device)
+        _check_resume(ckpt, model, config)
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         step, iteration = ckpt["step"], ckpt["iteration"]
-    elif log_path.exists():
-        log_path.unlink()
+        if ckpt.get("rng") is not None:
+            rng.bit_generator.state = ckpt["rng"]
+    else:  # a fresh run: logs and curves of an earlier run in this directory must not mix in
+        for name in ("log.csv", "log.jsonl", "curves.png"):
+            (out / name).unlink(missing_ok=True)
     run = _wandb(args, config) if args.wandb else None
     league = _league(args, out) if args.league else None
     learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
@@ -156,6 +162,7 @@ def train(args: Args) -> dict:
     obs = vec.reset()
     state = model.initial_state(rows, args.device)
     prev_ids = np.zeros(rows, dtype=np.int64)
+    prev_done = np.ones(rows, dtype=bool)  # the slot's last step ended its agent's episode (carried over rollouts)
     started = time.perf_counter()
     deadline = started + 60 * args.minutes
     history: list[dict] = []
@@ -179,7 +186,8 @@ def train(args: Args) -> dict:
                 alive = vec.buffers["alive"].copy()
                 ids = vec.buffers["agent_id"].copy()
                 supplies = _supplies(obs)
-                resets[t] = ids != prev_ids  # a new agent (or none) in the slot: fresh memory
+                # a new agent (or none) in the slot, or a new episode (ids restart at the horizon): fresh memory
+                resets[t] = (ids != prev_ids) | prev_done
                 prev_ids = ids
                 for k, v in obs.items():
                     batch[k][t] = v
@@ -201,11 +209,13 @@ def train(args: Args) -> dict:
                 if args.resource_reward:
                     # food and water gained by the same agent (not a newcomer), and not on a tick it
                     # attacked: loot taken from a victim must not pay, or agents learn to kill neighbours
-                    same = (vec.buffers["agent_id"] == ids) & ~result.terminated
+                    # (an agent truncated at the horizon is replaced by the next episode's, maybe same id)
+                    same = (vec.buffers["agent_id"] == ids) & ~result.terminated & ~result.truncated
                     peaceful = a[:, 2] == obs["target_mask"].shape[1] - 1
                     gained = np.maximum(_supplies(result.obs) - supplies, 0).sum(axis=1)
                     rewards[t] += args.resource_reward * gained * same * peaceful
                 dones[t] = result.terminated | result.truncated
+                prev_done = dones[t].copy()
                 episodes.append(result.episodes[learner[result.episode_rows]])
                 if league is not None:
                     deaths += result.terminated
@@ -214,11 +224,11 @@ def train(args: Args) -> dict:
 
             tick = time.perf_counter()
             with torch.no_grad():
-                next_reset = torch.as_tensor(vec.buffers["agent_id"] != prev_ids, device=args.device)
+                next_reset = torch.as_tensor((vec.buffers["agent_id"] != prev_ids) | prev_done, device=args.device)
                 _, _, _, next_value, _ = model(to_tensors(obs, args.device), state, next_reset)
             advantages = _gae(rewards, values, dones, next_value.cpu().numpy(), args.gamma, args.gae_lambda)
             losses = _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets,
-                             initial_state)
+                             initial_state, rng)
             timing["learn"] += time.perf_counter() - tick
             iteration += 1
             finished = np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
@@ -232,7 +242,7 @@ def train(args: Args) -> dict:
                 run.log(row, step=step)
             bar.update(int(valid.sum()))
             bar.set_postfix(sps=f"{row['agent_steps_per_s']:.0f}", life=f"{row.get('lifetime', float('nan')):.1f}")
-            save_checkpoint(out / "checkpoint.pt", model, optimizer, args, step, iteration, config)
+            save_checkpoint(out / "checkpoint.pt", model, optimizer, args, step, iteration, config, rng)
     finally:
         bar.close()
         vec.close()
@@ -245,6 +255,19 @@ def train(args: Args) -> dict:
         league.plot()
         summary["league"] = league.table()
     return summary
+
+
+def _check_resume(ckpt: dict, model: Policy, config) -> None:
+    """Refuse to resume a checkpoint of another env config or model size (ValueError naming the difference)."""
+    from evaluation.journal import _first_difference
+
+    if "config_toml" in ckpt and ckpt["config_toml"] != config.to_toml():
+        theirs, ours = _first_difference(ckpt["config_toml"], config.to_toml())
+        raise ValueError(f"cannot resume: the checkpoint's config {theirs}, this run's config {ours}")
+    changed = [k for k, v in model.kwargs.items() if ckpt.get("model_kwargs", {}).get(k, v) != v]
+    if changed:
+        raise ValueError("cannot resume: " + ", ".join(
+            f"checkpoint has {k} {ckpt['model_kwargs'][k]}, this run asks for {model.kwargs[k]}" for k in changed))
 
 
 def _league(args: Args, out: Path) -> League:
@@ -292,20 +315,22 @@ def _gae(rewards, values, dones, next_value, gamma, lam) -> np.ndarray:
     return advantages
 
 
-def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, initial_state) -> dict:
+def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, initial_state,
+            rng: np.random.Generator) -> dict:
     t_len, rows = valid.shape
     returns = advantages + values
     order = np.arange(rows)
     stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": []}
     for _ in range(args.epochs):
-        np.random.shuffle(order)
+        rng.shuffle(order)
         for cols in np.array_split(order, args.minibatches):
             def take(a: np.ndarray, cols: np.ndarray = cols) -> torch.Tensor:
-                return torch.as_tensor(a[:, cols].reshape(t_len * len(cols), *a.shape[2:]))
+                return torch.as_tensor(a[:, cols].reshape(t_len * len(cols), *a.shape[2:]), device=args.device)
 
             obs = {k: take(v) for k, v in batch.items()}
-            move, style, target, value = model.unroll(obs, (initial_state[0][:, cols], initial_state[1][:, cols]),
-                                                      torch.as_tensor(resets[:, cols]))
+            index = torch.as_tensor(cols, device=args.device)
+            move, style, target, value = model.unroll(obs, (initial_state[0][:, index], initial_state[1][:, index]),
+                                                      torch.as_tensor(resets[:, cols], device=args.device))
             a = take(actions)
             new_logp, entropy = 0.0, 0.0
             for i, logits in enumerate((move, style, target)):
