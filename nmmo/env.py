@@ -43,6 +43,7 @@ from nmmo.obs import ObservationBuilder, Observations, as_index
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
 from nmmo.replay import Recorder
+from nmmo.systems import combat
 from nmmo.world import get_map
 
 MOVE, ATTACK, DIRECTION, STYLE, TARGET = "Move", "Attack", "Direction", "Style", "Target"
@@ -199,6 +200,7 @@ class Env(ParallelEnv):
         """PettingZoo parallel step; see the module docstring for the action format."""
         if self._obs is None:
             raise RuntimeError("call reset() before step()")
+        self._check_not_over()
         directions, styles, targets, invalid = self._parse_actions(actions)
         observers_before = self._live_slots()
         result = self._advance(directions, styles, targets)
@@ -218,6 +220,7 @@ class Env(ParallelEnv):
         are dropped like invalid sub-actions. Returned arrays never change while you hold them."""
         if self._obs is None:
             raise RuntimeError("call reset() before step_arrays()")
+        self._check_not_over()
         actions = np.asarray(actions)
         if actions.shape != (self.n_slots, 3) or not np.issubdtype(actions.dtype, np.integer):
             raise ValueError(f"actions must be an integer array of shape ({self.n_slots}, 3), got "
@@ -275,6 +278,11 @@ class Env(ParallelEnv):
         return self.realm.state is not None and self.realm.state.tick >= self.config.HORIZON
 
     # ----------------------------------------------------------- internals
+    def _check_not_over(self) -> None:
+        if self.done:
+            raise RuntimeError(f"the episode is over (tick {self.realm.state.tick} reached HORIZON = "
+                               f"{self.config.HORIZON}); call reset() to start the next one")
+
     def _live_slots(self) -> np.ndarray:
         return np.flatnonzero(self.realm.state.entities.alive[: self.n_slots])
 
@@ -356,7 +364,7 @@ class Env(ParallelEnv):
         infos: dict[int, dict] = {aid: {} for aid in ids}
         for aid, problems in invalid.items():
             if aid in infos:
-                infos[aid]["invalid_actions"] = problems
+                infos[aid].update(problems)
         finished = slots if truncate else died
         if finished.size:
             self._add_episode_infos(infos, finished)
@@ -428,15 +436,18 @@ class Env(ParallelEnv):
             if len(action) != (MOVE in action) + (ATTACK in action):
                 unknown = sorted(map(str, set(action) - {MOVE, ATTACK}))
                 raise ValueError(f"agent {agent}: unknown action key {unknown[0]!r}; expected 'Move' and/or 'Attack'")
-            if m is not None:
-                d = m.get(DIRECTION) if type(m) is dict and len(m) == 1 else None
-                move[count] = d if type(d) is int else _index(agent, m, MOVE, DIRECTION)
-            if a is not None:
-                if type(a) is dict and len(a) == 2 and type(a.get(STYLE)) is int and type(a.get(TARGET)) is int:
-                    style[count], target[count] = a[STYLE], a[TARGET]
-                else:
-                    style[count] = _index(agent, a, ATTACK, STYLE)
-                    target[count] = _index(agent, a, ATTACK, TARGET)
+            try:
+                if m is not None:
+                    d = m.get(DIRECTION) if type(m) is dict and len(m) == 1 else None
+                    move[count] = d if type(d) is int else _index(agent, m, MOVE, DIRECTION)
+                if a is not None:
+                    if type(a) is dict and len(a) == 2 and type(a.get(STYLE)) is int and type(a.get(TARGET)) is int:
+                        style[count], target[count] = a[STYLE], a[TARGET]
+                    else:
+                        style[count] = _index(agent, a, ATTACK, STYLE)
+                        target[count] = _index(agent, a, ATTACK, TARGET)
+            except OverflowError:
+                raise ValueError(f"agent {agent}: action {action!r} has an index too large for int64") from None
             count += 1
         invalid = self._apply_indices(slots[:count], move[:count], style[:count], target[:count], directions,
                                       styles, targets, agent_ids)
@@ -460,6 +471,13 @@ class Env(ParallelEnv):
         attack_ok[attack_ok] = (o.target_mask[slots[attack_ok], target[attack_ok]] == 1) & (
             o.style_mask[slots[attack_ok], style[attack_ok]] == 1)
         rows = np.where(attack_ok, o.entity_rows[slots, np.clip(target, 0, n_obs - 1)], -1)
+        out_of_reach = np.zeros_like(attack_ok)
+        aiming = attack_ok & (rows >= 0)
+        if aiming.any():  # the masks allow any style with some target in reach, not this pair
+            out_of_reach[aiming] = ~combat.valid_attacks(self.realm.state, self.config, slots[aiming],
+                                                         style[aiming], rows[aiming])
+            attack_ok &= ~out_of_reach
+            rows = np.where(attack_ok, rows, -1)
         directions[slots] = np.where(move_ok, move, Direction.STAY)
         styles[slots] = np.where(attack_ok & (rows >= 0), style, -1)
         targets[slots] = np.where(attack_ok, rows, -1)
@@ -467,14 +485,21 @@ class Env(ParallelEnv):
         bad_attack = ~attack_ok & ((style != -1) | (target != -1)) & ~((target == n_obs) & (style >= 0) & (style <= 2))
         if agent_ids is None or not (bad_move.any() or bad_attack.any()):
             return {}
-        problems: dict[int, list[str]] = {}
+        problems: dict[int, dict] = {}
         for i in np.flatnonzero(bad_move | bad_attack).tolist():
-            notes = problems.setdefault(agent_ids[i], [])
+            info = problems.setdefault(agent_ids[i], {})
+            if out_of_reach[i]:  # both heads allowed it, the pair does not: not a mask violation
+                info["attack_out_of_reach"] = (f"Attack Style={style[i]} Target={target[i]}: that target is "
+                                               "beyond the style's reach; no attack this tick")
+            notes = info.setdefault("invalid_actions", [])
             if bad_move[i]:
                 notes.append(f"Move.Direction={move[i]} is out of range or masked (blocked tile or frozen)")
-            if bad_attack[i]:
+            if bad_attack[i] and not out_of_reach[i]:
                 notes.append(f"Attack Style={style[i]} Target={target[i]} is out of range or masked "
                              "(no valid target in that row within the style's reach)")
+        for info in problems.values():
+            if not info["invalid_actions"]:
+                del info["invalid_actions"]
         return problems
 
     # ------------------------------------------------------------- render

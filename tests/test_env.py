@@ -191,6 +191,62 @@ def test_bad_actions():
     assert env.realm.state.tick == 1
 
 
+def test_an_index_too_large_for_int64_is_a_value_error_naming_the_agent():
+    env = nmmo.Env(AllSmall(), seed=0)
+    env.reset()
+    agent = env.agents[0]
+    with pytest.raises(ValueError, match=rf"agent {agent}: .*too large"):
+        env.step({agent: {"Move": {"Direction": 2**63}}})
+    assert env.realm.state.tick == 0
+
+
+def test_stepping_past_the_horizon_is_an_error():
+    env = nmmo.Env(AllSmall().set("HORIZON", 3), seed=0)
+    env.reset()
+    for _ in range(3):
+        env.step({})
+    assert env.agents == []
+    with pytest.raises(RuntimeError, match=r"episode is over \(tick 3 reached HORIZON = 3\); call reset"):
+        env.step({})
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step_arrays(np.full((env.n_slots, 3), -1))
+    assert env.realm.state.tick == 3
+    env.reset()
+    env.step({})  # a new episode steps again
+
+
+def _melee_out_of_reach(env, obs):
+    """An (agent, target index) where Melee is a valid style and the target row a valid target, but
+    the target stands 2+ tiles away (beyond Melee's reach of 1)."""
+    for agent, ob in obs.items():
+        masks, rows = ob["ActionTargets"]["Attack"], ob["Entity"]
+        if not masks["Style"][0]:
+            continue
+        me = rows[0]
+        for index in np.flatnonzero(masks["Target"][:-1]):
+            offset = rows[index, [EntityAttr.ROW, EntityAttr.COL]] - me[[EntityAttr.ROW, EntityAttr.COL]]
+            dist = int(np.abs(offset).max())
+            if dist >= 2:
+                return agent, int(index)
+    return None
+
+
+def test_an_attack_beyond_the_chosen_styles_reach_is_reported():
+    env = nmmo.Env(AllSmall(), seed=0)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        found = _melee_out_of_reach(env, obs)
+        if found:
+            break
+        obs, *_ = env.step(random_actions(env, obs, rng))
+    assert found, "no agent had a Melee-valid style and a target 2+ tiles away in 200 ticks"
+    agent, index = found
+    _, _, _, _, infos = env.step({agent: {"Attack": {"Style": 0, "Target": index}}})
+    assert "beyond the style's reach" in infos[agent]["attack_out_of_reach"], infos[agent]
+    assert "invalid_actions" not in infos[agent]  # each head was a valid choice: no mask was ignored
+
+
 def test_dead_agents_actions_are_ignored():
     env = nmmo.Env(TeamSmall().set("PLAYER_RESPAWN", False), seed=0)
     env.reset()

@@ -1,11 +1,11 @@
 """Spawning and removal: players on the edge ring, NPCs inside by danger, the dead taken away.
 
 Players: `reset` places PLAYER_N agents evenly around the spawn ring (the playable square's outer
-ring), starting at a random point; teams are contiguous blocks of slots; each team starts on neighbouring
-ring tiles and the teams are spread evenly. With PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS free slots per tick get a new agent id on a
-random free ring tile; a slot keeps its team. NPCs: up to NPC_SPAWN_ATTEMPTS random tiles per tick
-until NPC_N exist (reset fills them at once); their kind and level follow the danger of the tile
-(0 at the playable edge, about 1 at the centre).
+ring), starting at a random point; teams are contiguous blocks of slots, each starting on
+neighbouring ring tiles, the teams spread evenly. With PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS
+free slots per tick get a new agent id on a random free ring tile; a slot keeps its team.
+NPCs: up to NPC_SPAWN_ATTEMPTS random tiles per tick until NPC_N exist (reset fills them at once);
+their kind and level follow the danger of the tile (0 at the playable edge, about 1 at the centre).
 """
 
 from __future__ import annotations
