@@ -207,6 +207,17 @@ class Config:
             raise ConfigError("MAP_SIZE is derived (MAP_CENTER + 2 * MAP_BORDER); set those instead")
         if key not in self.keys():
             raise ConfigError(self._unknown_key_message(key))
+        object.__setattr__(self, key, self._checked(key, value))
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # `config.HORIZN = 8` would otherwise be ignored silently; values are checked by validate()
+        if name.isupper() and name not in self._all_keys():
+            raise ConfigError(self._unknown_key_message(name))
+        object.__setattr__(self, name, value)
+
+    def _checked(self, key: str, value: Any) -> Any:
+        """`value` coerced to the key's type, or ConfigError when the type or range is wrong."""
         value = _coerce(key, getattr(type(self), key), value)
         low, high = _BOUNDS.get(key, (None, None))
         if low is not None and value < low or high is not None and value > high:
@@ -214,8 +225,7 @@ class Config:
                 f"{key}={value!r} is out of range: expected "
                 f"{'-inf' if low is None else low} <= {key} <= {'inf' if high is None else high}"
             )
-        setattr(self, key, value)
-        return self
+        return value
 
     def _unknown_key_message(self, key: str) -> str:
         system = self._system_of(key)
@@ -237,7 +247,10 @@ class Config:
 
     # ------------------------------------------------------------- validate
     def validate(self) -> Config:
-        """Check the rules that tie keys together; raise ConfigError naming the keys involved."""
+        """Check every key's type and range (also those assigned as attributes) and the rules that
+        tie keys together; raise ConfigError naming the keys involved."""
+        for key in self.keys():
+            self._checked(key, getattr(self, key))
         window = 2 * self.PLAYER_VISION_RADIUS + 1
         if self.MAP_CENTER < window:
             raise ConfigError(
@@ -278,6 +291,17 @@ class Config:
             raise ConfigError(
                 f"NPC_LEVEL_MIN={self.NPC_LEVEL_MIN} exceeds NPC_LEVEL_MAX={self.NPC_LEVEL_MAX}"
             )
+        if self.has("NPC") and self.NPC_NEUTRAL_DANGER > self.NPC_HOSTILE_DANGER:
+            raise ConfigError(
+                f"NPC_NEUTRAL_DANGER={self.NPC_NEUTRAL_DANGER} exceeds "
+                f"NPC_HOSTILE_DANGER={self.NPC_HOSTILE_DANGER}: neutral NPCs live below the hostile band"
+            )
+        if self.has("Progression"):
+            for key in ("PROGRESSION_BASE_LEVEL", "PROGRESSION_RESOURCE_BASE_LEVEL"):
+                if getattr(self, key) > self.PROGRESSION_LEVEL_MAX:
+                    raise ConfigError(
+                        f"{key}={getattr(self, key)} exceeds PROGRESSION_LEVEL_MAX={self.PROGRESSION_LEVEL_MAX}"
+                    )
         return self
 
     # ------------------------------------------------------- print and diff

@@ -138,3 +138,25 @@ def test_resolve_accepts_names_instances_and_presets():
     conf = config.Small()
     assert config.resolve(conf) is conf
     assert nmmo.config.resolve("small_maps").PLAYER_N == 256
+
+
+def test_attribute_typos_and_values_assigned_directly_are_caught():
+    conf = config.Small()
+    with pytest.raises(ConfigError, match="unknown config key 'HORIZN'.*HORIZON"):
+        conf.HORIZN = 8
+    conf.PLAYER_N = -3  # plain attribute assignment: checked when the config is validated
+    with pytest.raises(ConfigError, match="PLAYER_N=-3 is out of range"):
+        conf.validate()
+    conf.PLAYER_N = "8"
+    with pytest.raises(ConfigError, match="PLAYER_N"):
+        conf.validate()
+
+
+def test_levels_and_danger_bands_must_be_consistent():
+    class AllSmall(config.Small, config.Resource, config.Combat, config.Progression, config.NPC):
+        pass
+
+    with pytest.raises(ConfigError, match="PROGRESSION_RESOURCE_BASE_LEVEL=10 exceeds PROGRESSION_LEVEL_MAX=5"):
+        AllSmall().set("PROGRESSION_LEVEL_MAX", 5).validate()
+    with pytest.raises(ConfigError, match="NPC_NEUTRAL_DANGER=0.9 exceeds NPC_HOSTILE_DANGER=0.8"):
+        AllSmall().set("NPC_NEUTRAL_DANGER", 0.9).validate()
