@@ -11,7 +11,9 @@ Observation (per agent, `observation_space(agent)`): ``Tile`` ((2R+1)^2 x `TileA
 Action (per agent): ``{"Move": {"Direction": 0..4}, "Attack": {"Style": 0..2, "Target":
 0..PLAYER_N_OBS}}``, either part optional; Target indexes the agent's last Entity rows and the
 last index is the no-op. Invalid sub-actions (out of range or masked) are dropped and listed in
-``infos[agent]["invalid_actions"]``; malformed actions raise ValueError naming agent and key.
+``infos[agent]["invalid_actions"]``; an attack whose style and target each pass their mask but whose
+target is beyond that style's reach is dropped with ``infos[agent]["attack_out_of_reach"]``;
+malformed actions raise ValueError naming agent and key. Stepping after the horizon raises.
 Actions for agents that already died are ignored; unknown ids raise ValueError.
 
 Rewards: -1 on death, else 0, unless `reward_fn` is given or `reward(agent_id)` is overridden;
