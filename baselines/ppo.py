@@ -259,10 +259,10 @@ def train(args: Args) -> dict:
 
 def _check_resume(ckpt: dict, model: Policy, config) -> None:
     """Refuse to resume a checkpoint of another env config or model size (ValueError naming the difference)."""
-    from evaluation.journal import _first_difference
+    from evaluation.journal import first_difference
 
     if "config_toml" in ckpt and ckpt["config_toml"] != config.to_toml():
-        theirs, ours = _first_difference(ckpt["config_toml"], config.to_toml())
+        theirs, ours = first_difference(ckpt["config_toml"], config.to_toml())
         raise ValueError(f"cannot resume: the checkpoint's config {theirs}, this run's config {ours}")
     changed = [k for k, v in model.kwargs.items() if ckpt.get("model_kwargs", {}).get(k, v) != v]
     if changed:

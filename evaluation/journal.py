@@ -75,7 +75,7 @@ class Journal:
             raise ValueError(f"{str(self.path)!r} has journal version {header.get('version')}, expected {VERSION}")
         for key, value in self.run.items():
             if header.get(key) != value:
-                theirs, ours = _first_difference(header.get(key), value)
+                theirs, ours = first_difference(header.get(key), value)
                 raise ValueError(f"cannot resume from {str(self.path)!r}: its {key} {theirs}, "
                                  f"this run's {ours} (use another --out or drop --resume)")
         for number, line in enumerate(lines[1:], start=2):
@@ -104,7 +104,7 @@ class Journal:
             os.fsync(handle.fileno())
 
 
-def _first_difference(theirs: Any, ours: Any) -> tuple[str, str]:
+def first_difference(theirs: Any, ours: Any) -> tuple[str, str]:
     """Phrases naming where two run settings part: for a config (TOML text) the first differing line,
     e.g. ``has HORIZON = 64`` / ``has HORIZON = 32``, so a changed --ticks reads as what it is."""
     if isinstance(theirs, str) and isinstance(ours, str) and "\n" in theirs + ours:

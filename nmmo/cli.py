@@ -161,7 +161,6 @@ def _add_engine_commands(sub: argparse._SubParsersAction) -> None:
 
     runner.add_commands(sub)
     evaluation_cli.add_commands(sub)
-    runner.console = console  # markup off there too: `run --record "a[b].replay"` prints the path as given
 
 
 def check_args(args: argparse.Namespace) -> None:

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from nmmo import config as config_module
 
-console = Console(soft_wrap=True)  # paths and commands stay on one line, for copy and paste
+console = Console(soft_wrap=True, markup=False)  # one line per path or command (copyable), printed as typed
 
 METRICS = ("lifetime", "player_kills", "equipment", "explore", "forage", "achievement")
 
