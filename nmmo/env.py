@@ -490,18 +490,17 @@ class Env(ParallelEnv):
         problems: dict[int, dict] = {}
         for i in np.flatnonzero(bad_move | bad_attack).tolist():
             info = problems.setdefault(agent_ids[i], {})
+            notes = []
+            if bad_move[i]:
+                notes.append(f"Move.Direction={move[i]} is out of range or masked (blocked tile or frozen)")
             if out_of_reach[i]:  # both heads allowed it, the pair does not: not a mask violation
                 info["attack_out_of_reach"] = (f"Attack Style={style[i]} Target={target[i]}: that target is "
                                                "beyond the style's reach; no attack this tick")
-            notes = info.setdefault("invalid_actions", [])
-            if bad_move[i]:
-                notes.append(f"Move.Direction={move[i]} is out of range or masked (blocked tile or frozen)")
-            if bad_attack[i] and not out_of_reach[i]:
+            elif bad_attack[i]:
                 notes.append(f"Attack Style={style[i]} Target={target[i]} is out of range or masked "
                              "(no valid target in that row within the style's reach)")
-        for info in problems.values():
-            if not info["invalid_actions"]:
-                del info["invalid_actions"]
+            if notes:
+                info["invalid_actions"] = notes
         return problems
 
     # ------------------------------------------------------------- render
