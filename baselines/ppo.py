@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from baselines import checkpoint
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
 from nmmo import config as config_module
@@ -96,22 +97,17 @@ class Args:
 
 def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config,
                     rng: np.random.Generator | None = None) -> None:
-    buffer = io.BytesIO()
-    torch.save({"model": model.state_dict(), "model_kwargs": model.kwargs, "optimizer": optimizer.state_dict(),
-                "args": dataclasses.asdict(args), "step": step, "iteration": iteration,
-                "config_toml": config.to_toml(), "config_name": config.name,
-                "rng": None if rng is None else rng.bit_generator.state}, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
+    """Tensors and plain data only (`baselines.checkpoint`): loading it never runs code."""
+    checkpoint.save(path, {"model": model.state_dict(), "model_kwargs": model.kwargs,
+                           "optimizer": optimizer.state_dict(), "args": dataclasses.asdict(args), "step": step,
+                           "iteration": iteration, "config_toml": config.to_toml(), "config_name": config.name,
+                           "rng": None if rng is None else rng.bit_generator.state})
 
 
 def load_checkpoint(path: str | os.PathLike, device: str = "cpu") -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"checkpoint {str(path)!r} does not exist")
-    try:
-        return torch.load(path, map_location=device, weights_only=False)
-    except Exception as err:  # a truncated or foreign file
-        raise ValueError(f"checkpoint {str(path)!r} cannot be read: {err}") from None
+    """A checkpoint's dict, read with the weights-only unpickler; `checkpoint.CheckpointError` (a
+    ValueError) names the file when it is missing, unreadable or holds anything but plain data."""
+    return checkpoint.load(path, device)
 
 
 def act(model: Policy, obs: dict[str, torch.Tensor], state, reset: torch.Tensor, greedy: bool = False):

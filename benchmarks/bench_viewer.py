@@ -66,7 +66,7 @@ def browser_frame_time(replay: Path, seconds: float = 10.0) -> dict:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(replay_dir=replay.parent), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(create_app(replay_dir=replay.parent, port=port), host="127.0.0.1", port=port,
                                            log_level="error", ws="websockets-sansio"))
     threading.Thread(target=server.run, daemon=True).start()
     while not server.started:

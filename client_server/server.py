@@ -6,7 +6,8 @@
   directory, with seek. Names are file names in that directory; anything else is a 404.
 - HTTP: `/api/health`, `/api/replays`, `/api/replays/{name}`, and the built viewer at `/`.
 
-Binds 127.0.0.1 by default. The server only reads the engine's state; it never changes it.
+Binds 127.0.0.1 by default and answers only requests that name it (Host) from its own page or a
+program (Origin): see `client_server.guard`. The server only reads the engine's state; it never changes it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import json
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from client_server.guard import AllowedPeers, HostOriginGuard
 from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
 from nmmo.enums import Material
 from nmmo.overlays import value_heatmap
@@ -362,8 +365,14 @@ class LiveViewer:
 
 # ------------------------------------------------------------------- app
 def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = None,
-               web_dir: Path = WEB_DIST) -> FastAPI:
-    """The server app: replays from `replay_dir`, a live session if given, the viewer from `web_dir`."""
+               web_dir: Path = WEB_DIST, host: str = "127.0.0.1", port: int = 8000,
+               allow_origins: Sequence[str] = ()) -> FastAPI:
+    """The server app: replays from `replay_dir`, a live session if given, the viewer from `web_dir`.
+
+    `host` and `port` are where it will be served: requests must name it (Host) and websockets
+    come from its own page (Origin) or from a program (no Origin); `allow_origins` widens that
+    (see `client_server.guard`). Everything else gets 403."""
+    peers = AllowedPeers(host, port, allow_origins)
     directory = Path(replay_dir).resolve() if replay_dir is not None else None
 
     @contextlib.asynccontextmanager
@@ -375,6 +384,7 @@ def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = 
             live.task.cancel()
 
     app = FastAPI(title="flatmmo viewer server", lifespan=lifespan)
+    app.add_middleware(HostOriginGuard, peers=peers)
 
     @app.get("/api/health")
     def health() -> dict:

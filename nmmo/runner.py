@@ -127,6 +127,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from nmmo import world
 
     config = config_module.resolve(args.config)
+    if args.serve:  # a bad --allow-origin fails now, not after the tournament
+        from client_server.guard import normalize_origin
+
+        for origin in args.allow_origin:
+            normalize_origin(origin)
     console.rule(f"nmmo demo: {config.name}")
     start = time.perf_counter()
     game_map = world.get_map(config, world.map_seed(config, 0, "eval"))
@@ -155,6 +160,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)", highlight=False)
     args.replay, args.replay_dir, args.live = str(replays / "episode_000.replay"), str(replays), False
     return _cmd_serve(args)
+
+
+def add_allow_origin(parser: argparse.ArgumentParser) -> None:
+    """`--allow-origin ORIGIN` (repeatable): pages besides the viewer's own that may use the server."""
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also accept websockets and requests from this origin, e.g. http://myhost:8000 "
+                             "(repeatable; default: only the viewer's own page on 127.0.0.1/localhost)")
 
 
 def add_ray_flags(parser: argparse.ArgumentParser) -> None:
@@ -215,9 +227,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.live == (args.replay is not None or args.replay_dir is not None):
         raise ValueError("give either --live or --replay PATH / --replay-dir DIR")
     url = f"http://{args.host}:{args.port}/"
+    guard = {"host": args.host, "port": args.port, "allow_origins": args.allow_origin}
     if args.live:
         session = LiveSession(config_module.resolve(args.config), args.policy, seed=args.seed, speed=args.speed)
-        app, url = create_app(live=session), url + "?live=1"
+        app, url = create_app(live=session, **guard), url + "?live=1"
     else:
         directory = Path(args.replay_dir) if args.replay_dir else Path(args.replay).parent
         if args.replay and Path(args.replay).parent.resolve() != directory.resolve():
@@ -227,7 +240,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
             load_replay(args.replay)  # a clear error now beats a blank viewer later
             url += f"?replay={Path(args.replay).name}"
-        app = create_app(replay_dir=directory)
+        app = create_app(replay_dir=directory, **guard)
     console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)
     serve(app, host=args.host, port=args.port)
     return 0
@@ -282,6 +295,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     srv.add_argument("--speed", type=float, default=10.0, help="live: ticks per second")
     srv.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
     srv.add_argument("--port", type=int, default=8000)
+    add_allow_origin(srv)
     srv.set_defaults(func=_cmd_serve)
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults")
@@ -293,4 +307,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--serve", action="store_true", help="end by serving the viewer on the first episode")
     demo.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind")
     demo.add_argument("--port", type=int, default=8000, help="with --serve: port")
+    add_allow_origin(demo)
     demo.set_defaults(func=_cmd_demo)

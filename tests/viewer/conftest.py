@@ -15,9 +15,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running(app):
-    """Serve `app` with uvicorn on a free 127.0.0.1 port in a thread; yields the port."""
+def running(make_app):
+    """Serve `make_app(port)` with uvicorn on a free 127.0.0.1 port in a thread; yields the port.
+    (The app must know its port: it answers only requests that name it, see client_server.guard.)"""
     port = free_port()
+    app = make_app(port)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
                                            ws="websockets-sansio"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -96,7 +96,7 @@ def server(tmp_path_factory):
     for _ in range(30):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
     env.save_replay(directory / "browser.replay", policies=list(POLICIES))
-    with running(create_app(replay_dir=directory)) as port:
+    with running(lambda port: create_app(replay_dir=directory, port=port)) as port:
         yield f"http://127.0.0.1:{port}"
 
 

@@ -59,10 +59,21 @@ def receive_until(ws, kind: str, limit: int = 50) -> dict:
     raise AssertionError(f"no {kind} packet")
 
 
+BASE = "http://127.0.0.1:8000"  # where create_app's defaults say the server is: requests must name it
+
+
+def local_client(**kwargs) -> TestClient:
+    return TestClient(create_app(**kwargs), base_url=BASE)
+
+
+def ws_url(path: str) -> str:
+    return BASE.replace("http", "ws") + path
+
+
 def test_replay_stream_reconstructs_the_recorded_state(replay_dir):
     replay = load_replay(replay_dir / "run.replay")
-    client = TestClient(create_app(replay_dir=replay_dir))
-    with client.websocket_connect("/ws/replay/run.replay") as ws:
+    client = local_client(replay_dir=replay_dir)
+    with client.websocket_connect(ws_url("/ws/replay/run.replay")) as ws:
         header = receive_until(ws, "header")
         material = np.frombuffer(base64.b64decode(header["material"]), dtype=np.uint8)
         assert header["size"] == replay.size and np.array_equal(material.reshape(replay.size, -1), replay.material)
@@ -88,20 +99,20 @@ def test_replay_stream_reconstructs_the_recorded_state(replay_dir):
 
 
 def test_http_lists_replays_and_refuses_traversal(replay_dir):
-    client = TestClient(create_app(replay_dir=replay_dir))
+    client = local_client(replay_dir=replay_dir)
     assert client.get("/api/health").json()["ok"]
     listing = client.get("/api/replays").json()
     assert [r["name"] for r in listing] == ["run.replay"] and listing[0]["ticks"] == 40
     assert client.get("/api/replays/run.replay").status_code == 200
     for name in ("..%2Foutside.replay", "../outside.replay", "secret.txt", "%2Fetc%2Fpasswd", "missing.replay"):
         assert client.get(f"/api/replays/{name}").status_code in (400, 404), name
-    with pytest.raises(Exception), client.websocket_connect("/ws/replay/..%2Foutside.replay") as ws:  # noqa: B017
+    with pytest.raises(Exception), client.websocket_connect(ws_url("/ws/replay/..%2Foutside.replay")) as ws:  # noqa: B017
         ws.receive_text()
 
 
 def test_malformed_frames_get_error_frames_and_the_server_lives(replay_dir):
-    client = TestClient(create_app(replay_dir=replay_dir))
-    with client.websocket_connect("/ws/replay/run.replay") as ws:
+    client = local_client(replay_dir=replay_dir)
+    with client.websocket_connect(ws_url("/ws/replay/run.replay")) as ws:
         receive_until(ws, "status")
         bad_frames = ("not json", "[1, 2]", '{"cmd": "jump"}', '{"cmd": "speed", "value": "fast"}',
                       '{"cmd": "seek", "tick": -3}', '{"cmd": "seek", "tick": 999}',
@@ -139,7 +150,7 @@ def test_twenty_live_viewers_receive_the_same_ticks():
     async def all_viewers(port: int) -> list[list[int]]:
         return await asyncio.gather(*(viewer(25, port) for _ in range(20)))
 
-    with running(create_app(live=session)) as port:
+    with running(lambda port: create_app(live=session, port=port)) as port:
         results = asyncio.run(all_viewers(port))
     start = max(r[0] for r in results)
     end = min(r[-1] for r in results)
