@@ -152,7 +152,7 @@ class ReplayViewer:
             ticks=self.replay.ticks, tick=self.tick, overlays=overlays,
             config={"name": header.get("config_name"), "PLAYER_N": header.get("n_players"),
                     "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed"),
-                    "policies": header.get("policies")})))
+                    "policies": header.get("policies"), "team_policy": header.get("team_policy")})))
 
     async def send_tick(self, full: bool) -> None:
         frame = self.replay.frame(self.tick)

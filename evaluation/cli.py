@@ -14,16 +14,50 @@ from rich.markup import escape
 from rich.table import Table
 
 from evaluation.metrics import LABELS, METRICS, TEAM_METRICS
+from evaluation.tournament import TIE_BREAK, TOURNAMENT_CONFIG
 from nmmo.runner import add_ray_flags, ray_options
 
 if TYPE_CHECKING:
     from evaluation.tournament import Standings
 
 
+#: Width of output that goes to a file or pipe (rich would assume 80); every table fits in it.
+PIPE_WIDTH = 100
+
+
 def wide_console() -> Console:
-    """A console for this command's output: the terminal's width, or wide enough for the
-    leaderboard when the output goes to a file or pipe (where rich would assume 80 columns)."""
-    return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=True)
+    """A console for this command's output: the terminal's width, or `PIPE_WIDTH` columns when the
+    output goes to a file or pipe."""
+    return Console(width=None if sys.stdout.isatty() else PIPE_WIDTH, soft_wrap=True)
+
+
+def short_labels(specs: list[str]) -> dict[str, str]:
+    """A short column label per policy spec: ``scripted:Forage`` -> ``Forage``, ``path/my_agent.py:Agent``
+    -> ``my_agent:Agent``, ``pkg.module:Agent`` -> ``module:Agent``, ``ckpt:out/run/checkpoint.pt``
+    -> ``ckpt:run/checkpoint``. Labels that would collide stay full specs."""
+
+    def label(spec: str) -> str:
+        if spec.startswith("scripted:"):
+            return spec.split(":", 1)[1]
+        if spec.startswith("ckpt:"):
+            path = Path(spec[5:])
+            return f"ckpt:{path.parent.name + '/' if path.parent.name else ''}{path.stem}"
+        where, sep, name = spec.rpartition(":")
+        if not sep:
+            return spec
+        stem = Path(where).stem if where.endswith(".py") else where.rsplit(".", 1)[-1]
+        return f"{stem}:{name}"
+
+    labels = {spec: label(spec) for spec in specs}
+    counts = {text: list(labels.values()).count(text) for text in labels.values()}
+    return {spec: text if counts[text] == 1 else spec for spec, text in labels.items()}
+
+
+def label_legend(specs: list[str]) -> str | None:
+    """'label = spec' for every label that is not just the spec shortened obviously (None if none)."""
+    labels = short_labels(specs)
+    pairs = [f"{text} = {spec}" for spec, text in labels.items() if text != spec and not spec.startswith("scripted:")]
+    return "policies: " + "; ".join(pairs) if pairs else None
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -69,36 +103,67 @@ def fault_text(record: dict[str, Any]) -> str:
 
 
 def leaderboard_table(results: dict[str, Any]) -> Table:
-    """Final leaderboard: SR with its 95 % interval, mu, sigma, each metric's mean and the faults."""
+    """Final leaderboard: SR with its 95 % interval, mu, sigma, the scored episodes and the faults
+    (metrics go in `leaderboard_metrics_table`, so both fit in 100 columns)."""
     settings = results["settings"]
-    table = Table(title=escape(f"Leaderboard: {settings['episodes']} episode(s) of {settings['ticks']} ticks on "
-                               f"{results['config']['name']}, ranked by {settings['metric']}; "
-                               f"SR 1500 = {settings['anchor']}"))
-    for name in ("#", "policy", "SR", "95% CI", "mu", "sigma"):
-        table.add_column(name, justify="left" if name == "policy" else "right")
+    labels = short_labels(results["policies"])
+    tie = settings.get("tie_break")
+    table = Table(title=escape(f"Leaderboard (SR 1500 = {labels[settings['anchor']]})"),
+                  caption=escape(f"{settings['episodes']} episode(s) of {settings['ticks']} ticks on "
+                                 f"{results['config']['name']}, {settings.get('population', '?')} agents; ranked by "
+                                 f"{settings['metric']}{f' then {tie}' if tie else ''}"))
+    for name in ("#", "policy", "SR", "95% CI", "mu", "sigma", "ranked", "faults"):
+        table.add_column(name, justify="left" if name in ("policy", "faults") else "right",
+                         overflow="fold" if name == "faults" else "ellipsis")
+    for row in results["leaderboard"]:
+        policy = row["policy"]
+        ranked = sum(entry["ranks"][policy] is not None for entry in results["episodes"])
+        if row.get("failed"):
+            table.add_row("-", escape(labels[policy]), "failed", "never ran", "-", "-", str(ranked),
+                          fault_text(results["faults"][policy]))
+            continue
+        interval = f"{row['ci_low']:.0f}..{row['ci_high']:.0f}"
+        table.add_row(str(row["rank"]), escape(labels[policy]), f"{row['sr']:.0f}", interval, f"{row['mu']:.2f}",
+                      f"{row['sigma']:.2f}", str(ranked), fault_text(results["faults"][policy]))
+    return table
+
+
+def leaderboard_metrics_table(results: dict[str, Any]) -> Table:
+    """Each policy's mean of every metric over all its lifetimes, in leaderboard order."""
+    labels = short_labels(results["policies"])
+    table = Table(title="Metrics (mean over every lifetime)")
+    table.add_column("policy")
     for name in METRICS:
         table.add_column(LABELS[name], justify="right")
-    table.add_column("faults")
+    table.add_column("lives", justify="right")
     for row in results["leaderboard"]:
-        interval = f"{row['ci_low']:.0f} .. {row['ci_high']:.0f}"
-        table.add_row(str(row["rank"]), escape(row["policy"]), f"{row['sr']:.0f}", interval, f"{row['mu']:.2f}",
-                      f"{row['sigma']:.2f}", *(_fmt(row["metrics"][m]) for m in METRICS),
-                      fault_text(results["faults"][row["policy"]]))
+        table.add_row(escape(labels[row["policy"]]), *(_fmt(row["metrics"][m]) for m in METRICS), str(row["lifetimes"]))
     return table
 
 
 def history_table(results: dict[str, Any]) -> Table:
     """SR of every policy after each episode (and that episode's ranking), to show convergence."""
     policies = [row["policy"] for row in results["leaderboard"]]
-    table = Table(title="SR after each episode (rank in that episode)")
-    table.add_column("episode", justify="right")
-    table.add_column("map seed", justify="right")
+    labels = short_labels(results["policies"])
+    table = Table(title="SR after each episode (rank in that episode; - not ranked)")
+    table.add_column("ep", justify="right")
+    table.add_column("map", justify="right")
     for policy in policies:
-        table.add_column(escape(policy), justify="right")
+        table.add_column(escape(labels[policy]), justify="right")
     for entry in results["episodes"]:
-        table.add_row(str(entry["index"]), str(entry["map_seed"]),
-                      *(f"{entry['sr'][p]:.0f} ({entry['ranks'][p] + 1})" for p in policies))
+        cells = [f"{entry['sr'][p]:.0f} ({'-' if entry['ranks'][p] is None else entry['ranks'][p] + 1})"
+                 for p in policies]
+        table.add_row(str(entry["index"]), str(entry["map_seed"]), *cells)
     return table
+
+
+def tie_note(results: dict[str, Any]) -> str | None:
+    """A warning when some episodes ranked every policy equal (they carry no information)."""
+    ties, episodes = results.get("all_way_ties", 0), results["settings"]["episodes"]
+    if not ties:
+        return None
+    return (f"{ties} of {episodes} episode(s) were all-way ties: every policy scored the same, so they say nothing "
+            "about skill (use longer episodes, another --metric or --tie-break)")
 
 
 def _saved(console: Console, paths: dict[str, Path]) -> None:
@@ -133,6 +198,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def standings_table(standings: Standings, episodes: int) -> Table:
     """The growing table: SR over the episodes rated so far and each policy's payoff against the others."""
+    labels = short_labels(standings.policies)
     table = Table(title=f"{len(standings.results)}/{episodes} episodes finished, first {standings.rated} rated")
     for name in ("policy", "SR", "mu", "sigma"):
         table.add_column(name, justify="left" if name == "policy" else "right")
@@ -143,7 +209,8 @@ def standings_table(standings: Standings, episodes: int) -> Table:
     for i, row in enumerate(standings.ratings.table()):
         policy = row["policy"]
         cells = ["" if j == i else _fmt(payoff[policy][other]) for j, other in enumerate(standings.policies)]
-        table.add_row(f"{i}: {escape(policy)}", f"{row['sr']:.0f}", f"{row['mu']:.2f}", f"{row['sigma']:.2f}", *cells)
+        table.add_row(f"{i}: {escape(labels[policy])}", f"{row['sr']:.0f}", f"{row['mu']:.2f}", f"{row['sigma']:.2f}",
+                      *cells)
     return table
 
 
@@ -163,17 +230,12 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     with live if live is not None else _nothing():
         results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
                                  workers=args.workers, time_budget=args.time_budget, metric=args.metric,
-                                 break_ties=not args.draws, progress=not args.quiet and live is None,
+                                 tie_break=None if args.tie_break == "none" else args.tie_break,
+                                 progress=not args.quiet and live is None,
                                  record_dir=None if args.record is None else str(args.record),
                                  journal=None if args.out is None else args.out / JOURNAL_FILE, resume=args.resume,
                                  on_update=show if live is not None else None, **ray_options(args))
-    console.print(history_table(results))
-    console.print(leaderboard_table(results))
-    if "team_metrics" in results:
-        console.print(team_table(results))
-    for policy, record in results["faults"].items():
-        for message in record["messages"]:
-            console.print(f"[yellow]{escape(policy)}[/]: {escape(message)}", highlight=False)
+    print_tournament(console, results)
     if args.out is not None:
         _saved(console, save_results(results, args.out))
     if args.record is not None:
@@ -181,7 +243,27 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
 
         console.print(f"replays: {args.record}/ (watch them: {cli_command()} serve --replay-dir {args.record})",
                       highlight=False, markup=False)
+    failed = [row["policy"] for row in results["leaderboard"] if row.get("failed")]
+    if failed:
+        raise ValueError(f"{', '.join(failed)} never ran in any episode (could not be built: see the faults above); "
+                         "the leaderboard does not rank them")
     return 0
+
+
+def print_tournament(console: Console, results: dict[str, Any]) -> None:
+    """The history, the leaderboard, its metrics, team aggregates, warnings and fault messages."""
+    console.print(history_table(results))
+    console.print(leaderboard_table(results))
+    console.print(leaderboard_metrics_table(results))
+    if "team_metrics" in results:
+        console.print(team_table(results))
+    for line in (label_legend(results["policies"]), tie_note(results)):
+        if line is not None:
+            console.print(line, highlight=False, markup=False)
+    labels = short_labels(results["policies"])
+    for policy, record in results["faults"].items():
+        for message in record["messages"]:
+            console.print(f"[yellow]{escape(labels[policy])}[/]: {escape(message)}", highlight=False)
 
 
 @contextlib.contextmanager
@@ -192,7 +274,6 @@ def _nothing() -> Iterator[None]:
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add `eval` and `tournament` to the `nmmo` command."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
     common.add_argument("--seed", type=int, default=0, help="run seed (episode seeds derive from it)")
     common.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
     common.add_argument("--time-budget", type=float, default=1.0, help="seconds per tick for each submission")
@@ -200,6 +281,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_ray_flags(common)
 
     ev = subparsers.add_parser("eval", parents=[common], help="one policy controls every agent: its metric table")
+    ev.add_argument("--config", default="small_maps",
+                    help="config name, preset or TOML path (default: small_maps, the paper's Table 1 setting)")
     ev.add_argument("--policy", required=True, help="random, idle, scripted:Forage, pkg.module:Class or file.py:Class")
     ev.add_argument("--ticks", type=int, default=None, help="ticks per episode (default: the config's HORIZON)")
     ev.add_argument("--episodes", type=int, default=4, help="episodes, episode i on held-out map i")
@@ -208,13 +291,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
     tour = subparsers.add_parser("tournament", parents=[common],
                                  help="policies share one world; TrueSkill SR leaderboard (anchor: scripted:Combat)")
+    tour.add_argument("--config", default=TOURNAMENT_CONFIG,
+                      help="config name, preset or TOML path (default: tournament, the canonical format: "
+                           "100 agents in equal shares, no respawn, 1024 ticks)")
     tour.add_argument("--policies", nargs="+", required=True,
                       help="policy specs; scripted:Combat is added when missing")
     tour.add_argument("--episodes", type=int, default=16, help="episodes, episode i on held-out map i")
-    tour.add_argument("--ticks", type=int, default=256, help="ticks per episode")
-    tour.add_argument("--metric", choices=METRICS, default="achievement", help="what ranks policies in an episode")
-    tour.add_argument("--draws", action="store_true",
-                      help="equal scores are draws (default: a per-episode order drawn from the seed breaks ties)")
+    tour.add_argument("--ticks", type=int, default=None, help="ticks per episode (default: the config's HORIZON)")
+    tour.add_argument("--metric", choices=METRICS, default="achievement",
+                      help="what ranks policies in an episode: the mean over their agents (default: achievement)")
+    tour.add_argument("--tie-break", choices=(*METRICS, "none"), default=TIE_BREAK,
+                      help="what orders equal metrics (default: lifetime); none: equal metrics are draws")
     tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
     tour.add_argument("--resume", action="store_true",
                       help="continue the run journaled in OUT/episodes.jsonl (same settings; --episodes may grow)")

@@ -1,10 +1,11 @@
 """One evaluation episode: several policies share one world for a fixed number of ticks.
 
-Agent slots are split among policies round-robin (slot % number of policies), so the split is even
-with the remainder going to the first policies, and an agent that respawns into a slot plays for
-that slot's policy. With teams (PLAYER_TEAM_SIZE > 1) whole teams are dealt out the same way
-(team % number of policies), so teammates always play for the same policy. Every lifetime the
-engine reports (deaths, and everyone alive at the horizon) is credited to its agent's policy.
+Agent slots are dealt to policies in equal shares (the first policies get one more when the slots
+do not divide evenly) in an order drawn from the episode seed (`deal`), so nothing an agent can
+observe of another (its id, its TEAM column, where it spawned) says which policy controls it; an
+agent that respawns into a slot plays for that slot's policy. With teams (PLAYER_TEAM_SIZE > 1)
+whole teams are dealt, so teammates always play for the same policy. Every lifetime the engine
+reports (deaths, and everyone alive at the horizon) is credited to its agent's policy.
 Episodes are self-contained tasks (picklable, the config as TOML text) so a process pool can run
 them in any order and the results do not depend on that order.
 """
@@ -95,21 +96,33 @@ class EpisodeResult:
     teams: np.ndarray | None = None  # team of each lifetime (slot // PLAYER_TEAM_SIZE)
 
     def scores(self, metric: str = "achievement") -> list[float | None]:
-        """Per policy, the mean of `metric` over its agents' lifetimes (the episode's ranking score)."""
-        return policy_means(self.lifetimes, self.owners, len(self.policies), metric)
+        """Per policy, the mean of `metric` over its agents' lifetimes (the episode's ranking score);
+        None for a policy that never ran in this episode (it could not be built): it is not ranked."""
+        means = policy_means(self.lifetimes, self.owners, len(self.policies), metric)
+        return [None if faults.not_started else mean for mean, faults in zip(means, self.faults, strict=True)]
 
     def metrics(self) -> dict[str, dict[str, dict]]:
         """{policy: {metric: {"mean", "std", "count"}}} for this episode."""
         return aggregate_by_policy(self.lifetimes, self.owners, self.policies)
 
 
-def _live(env: nmmo.Env, n_policies: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Ids of the live agents, the policy each plays for and its team. Policies take whole teams
-    round-robin (team mod the number of policies; with teams of one, slot mod it)."""
+#: Stream of the episode seed that `deal` draws from (apart from the env's own stream).
+DEAL_STREAM = 0x0DEA1
+
+
+def deal(seed: int, n_teams: int, n_policies: int) -> np.ndarray:
+    """Policy index of each team (a team of one is a slot): equal shares, the first ``n_teams %
+    n_policies`` policies one more, in an order drawn from the episode seed."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, DEAL_STREAM]))
+    return rng.permutation(np.arange(n_teams) % n_policies)
+
+
+def _live(env: nmmo.Env, team_policy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ids of the live agents, the policy each plays for (its team's, `team_policy`) and its team."""
     ent = env.realm.state.entities
     slots = np.flatnonzero(ent.alive[: env.n_slots])
     teams = slots // env.config.PLAYER_TEAM_SIZE
-    return ent.id[slots].astype(np.int64), teams % n_policies, teams
+    return ent.id[slots].astype(np.int64), team_policy[teams], teams
 
 
 def run_episode(task: EpisodeTask) -> EpisodeResult:
@@ -125,11 +138,12 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     team_of = np.full(len(env.possible_agents) + 1, -1, dtype=np.int64)
     reported: dict[int, dict] = {}
     engine_errors = 0
+    team_policy = deal(task.seed, -(-config.PLAYER_N // config.PLAYER_TEAM_SIZE), n)
     try:
         obs, _ = env.reset(seed=task.seed, options={"map_seed": task.map_seed})
         for p, handle in enumerate(handles):
             handle.reset(policy_seed(task.seed, p))
-        ids, owners, teams = _live(env, n)
+        ids, owners, teams = _live(env, team_policy)
         owner_of[ids], team_of[ids] = owners, teams
         while env.agents:
             for p in order:
@@ -142,11 +156,11 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
             except ValueError:  # the world did not advance: play the tick with everyone idle
                 engine_errors += 1
                 obs, _, _, _, infos = env.step({})
-            ids, owners, teams = _live(env, n)
+            ids, owners, teams = _live(env, team_policy)
             owner_of[ids], team_of[ids] = owners, teams
             reported.update(lifetimes_from_infos(infos))
         if task.replay_path is not None:
-            env.save_replay(task.replay_path, policies=list(task.policies))
+            env.save_replay(task.replay_path, policies=list(task.policies), team_policy=team_policy.tolist())
     finally:
         for handle in handles:
             handle.close()

@@ -41,21 +41,26 @@ def win_probability(a: trueskill.Rating, b: trueskill.Rating, beta: float = BETA
     return 0.5 * (1.0 + math.erf((a.mu - b.mu) / (spread * math.sqrt(2.0))))
 
 
-def ranks_from_scores(scores: Sequence[float | None], break_ties: bool = True,
-                      tie_order: Sequence[int] | None = None) -> list[int]:
-    """Rank 0 is the best (highest) score. Equal scores share a rank (a draw) unless `break_ties`,
-    which orders them by `tie_order` (a priority per policy, lower first; default: list position)
-    so every rank is distinct and repeatable. Tournaments pass a per-episode permutation drawn
-    from the episode seed, so no policy wins ties by where it was listed. A missing score (None or
-    NaN: a policy with no lifetimes) ranks below every real one."""
-    keys = [-math.inf if s is None or math.isnan(s) else float(s) for s in scores]
-    priority = list(range(len(keys))) if tie_order is None else list(tie_order)
-    order = sorted(range(len(keys)), key=lambda i: (-keys[i], priority[i]))
-    ranks = [0] * len(keys)
+def ranks_from_scores(scores: Sequence[float | Sequence[float] | None]) -> list[int | None]:
+    """Rank 0 is the best (highest) score; a score may be a tuple compared in order (a metric, then
+    its tie-break). Equal scores share a rank: a draw, never an order by chance. A missing score
+    (None, or NaN anywhere in it: a policy that did not play) gets no rank (None)."""
+    keys = [_key(score) for score in scores]
+    order = sorted((i for i, key in enumerate(keys) if key is not None), key=lambda i: keys[i], reverse=True)
+    ranks: list[int | None] = [None] * len(keys)
     for position, i in enumerate(order):
-        tied = not break_ties and position > 0 and keys[i] == keys[order[position - 1]]
+        tied = position > 0 and keys[i] == keys[order[position - 1]]
         ranks[i] = ranks[order[position - 1]] if tied else position
     return ranks
+
+
+def _key(score: float | Sequence[float] | None) -> tuple[float, ...] | None:
+    if score is None:
+        return None
+    parts = tuple(score) if isinstance(score, (tuple, list)) else (score,)
+    if any(part is None or math.isnan(part) for part in parts):
+        return None
+    return tuple(float(part) for part in parts)
 
 
 class Ratings:
@@ -75,12 +80,17 @@ class Ratings:
         self.env = trueskill.TrueSkill(beta=beta)
         self.ratings = [self.env.create_rating() for _ in self.policies]
 
-    def update(self, ranks: Sequence[int]) -> None:
-        """Apply one episode's ranking (one entry per policy, lower is better, equal means a draw)."""
+    def update(self, ranks: Sequence[int | None]) -> None:
+        """Apply one episode's ranking (one entry per policy, lower is better, equal means a draw;
+        None: the policy did not play, its rating stays as it was)."""
         if len(ranks) != len(self.policies):
             raise ValueError(f"expected {len(self.policies)} ranks, got {len(ranks)}")
-        teams = [(rating,) for rating in self.ratings]
-        self.ratings = [team[0] for team in self.env.rate(teams, ranks=list(ranks))]
+        playing = [i for i, rank in enumerate(ranks) if rank is not None]
+        if len(playing) < 2:
+            return  # nobody to compare with
+        rated = self.env.rate([(self.ratings[i],) for i in playing], ranks=[ranks[i] for i in playing])
+        for i, (rating,) in zip(playing, rated, strict=True):
+            self.ratings[i] = rating
 
     def sr(self) -> dict[str, float]:
         """SR of every policy now (the anchor is exactly 1500)."""

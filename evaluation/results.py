@@ -33,7 +33,8 @@ _COMMON = {"format": str, "version": int, "mode": str, "created": str, "config":
            "faults": dict}
 _TOURNAMENT = {"sr_history": list, "leaderboard": list}
 _SETTINGS = {"eval": ("ticks", "episodes", "seed", "time_budget"),
-             "tournament": ("ticks", "episodes", "seed", "time_budget", "metric", "anchor", "break_ties", "beta")}
+             "tournament": ("ticks", "episodes", "seed", "time_budget", "metric", "tie_break", "anchor", "population",
+                            "beta")}
 _LEADERBOARD_ROW = ("rank", "policy", "sr", "ci_low", "ci_high", "mu", "sigma", "metrics", "faults")
 
 
@@ -68,12 +69,13 @@ def _fault_columns(record: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _tournament_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    board = [{**{k: row[k] for k in _LEADERBOARD_ROW[:7]}, **row["metrics"], **row["faults"]}
-             for row in results["leaderboard"]]
+    board = [{**{k: row[k] for k in _LEADERBOARD_ROW[:7]}, "failed": row.get("failed", False), **row["metrics"],
+              **row["faults"]} for row in results["leaderboard"]]
     episodes = [
         {"episode": e["index"], "seed": e["seed"], "map_seed": e["map_seed"], "policy": p, "score": e["scores"][p],
-         "rank": e["ranks"][p], "sr": e["sr"][p], **{m: e["metrics"][p][m]["mean"] for m in METRICS},
-         "lifetimes": e["metrics"][p][METRICS[0]]["count"], **_fault_columns(e["faults"][p])}
+         "tie_break": e.get("tie_break", {}).get(p), "rank": e["ranks"][p], "sr": e["sr"][p],
+         **{m: e["metrics"][p][m]["mean"] for m in METRICS}, "lifetimes": e["metrics"][p][METRICS[0]]["count"],
+         **_fault_columns(e["faults"][p])}
         for e in results["episodes"] for p in results["policies"]
     ]
     tables = {"leaderboard": board, "episodes": episodes}
@@ -187,7 +189,7 @@ def validate_results(results: Any) -> None:
         _require(sorted(episode["faults"]) == sorted(policies), f"{where}['faults'] must have one entry per policy")
         if mode == "tournament":
             _check_policy_numbers(f"{where}['scores']", episode.get("scores"), policies, allow_none=True)
-            _check_policy_numbers(f"{where}['ranks']", episode.get("ranks"), policies)
+            _check_policy_numbers(f"{where}['ranks']", episode.get("ranks"), policies, allow_none=True)
             _check_policy_numbers(f"{where}['sr']", episode.get("sr"), policies)
     _check_metric_table("metrics", results["metrics"], policies)
     _require(sorted(results["faults"]) == sorted(policies), "faults must have one entry per policy")

@@ -44,6 +44,7 @@ class Faults:
     dropped_actions: int = 0  # single-agent actions dropped as malformed (a tick may drop several)
     restarts: int = 0  # workers killed and started again
     disabled: int = 0  # episodes in which the policy stopped acting for good
+    not_started: int = 0  # episodes in which it never acted at all (could not be built): not ranked
     messages: list[str] = field(default_factory=list)  # the first few distinct fault messages
 
     def record(self, kind: str, message: str) -> None:
@@ -61,7 +62,8 @@ class Faults:
     def merge(self, other: Faults) -> Faults:
         """Sum of two fault records (messages: the first few distinct of both)."""
         merged = Faults(**{k: getattr(self, k) + getattr(other, k) for k in
-                           ("exception", "timeout", "malformed", "dropped_actions", "restarts", "disabled")})
+                           ("exception", "timeout", "malformed", "dropped_actions", "restarts", "disabled",
+                            "not_started")})
         merged.messages = list(dict.fromkeys(self.messages + other.messages))[:MAX_MESSAGES]
         return merged
 
@@ -77,8 +79,10 @@ class Faults:
         parts = [f"{kind} {getattr(self, kind)}" for kind in FAULT_KINDS if getattr(self, kind)]
         if self.dropped_actions:
             parts.append(f"{self.dropped_actions} actions dropped")
-        if self.disabled:
-            parts.append(f"disabled in {self.disabled} episode(s)")
+        if self.not_started:
+            parts.append(f"never started in {self.not_started} episode(s)")
+        if self.disabled > self.not_started:
+            parts.append(f"disabled in {self.disabled - self.not_started} episode(s)")
         return ", ".join(parts) or "none"
 
 
@@ -280,6 +284,7 @@ class InProcessPolicy(PolicyHandle):
             self._policy = None
             self.faults.record("exception", f"could not start: {_error_text(err)}")
             self.faults.disabled += 1
+            self.faults.not_started += 1
 
     def submit(self, observations: dict[int, dict]) -> None:
         self._controlled = frozenset(observations)
@@ -331,7 +336,8 @@ class SubprocessPolicy(PolicyHandle):
         self._seed = seed
         self._disabled = False
         self._kill()
-        self._start()
+        if not self._start():
+            self.faults.not_started += 1
 
     def _start(self) -> bool:
         """Start a worker and wait until its policy is built; on failure disable the policy."""

@@ -3,9 +3,11 @@
 - `evaluate`: one policy controls every agent for N ticks, on several seeds and held-out maps;
   the result is its metric table.
 - `run_tournament`: a few policies share one world (Scripted Combat always among them, as the SR
-  anchor); episode i runs on held-out map i; each episode ranks the policies by the mean of a
-  metric over their agents' lifetimes (achievement by default) and TrueSkill is updated from the
-  rankings in episode order, so the SR after every episode shows convergence.
+  anchor) in equal shares of a fixed population dealt at random; episode i runs on held-out map i;
+  each episode ranks the policies by the mean of a metric over their agents' lifetimes
+  (achievement by default, ties broken by mean lifetime, remaining ties are draws) and TrueSkill
+  is updated from the rankings in episode order, so the SR after every episode shows convergence.
+  The canonical format is the `tournament` config (`TOURNAMENT_CONFIG`).
 
 Both return a JSON-ready dict (see `evaluation.results` for saving and loading it) holding what is
 needed to reproduce the run: the config as TOML, seeds, map seeds, policy specs and versions.
@@ -39,7 +41,11 @@ from nmmo import config as config_module
 from nmmo.config import Config
 
 FORMAT = "flatmmo-evaluation"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # v2: equal shares dealt at random, a tie-break metric instead of random tie orders
+#: The canonical tournament format (configs/tournament.toml): `nmmo tournament`'s default config.
+TOURNAMENT_CONFIG = "tournament"
+#: What breaks ties of the ranking metric by default: how long the policy's agents lived.
+TIE_BREAK = "lifetime"
 
 
 def versions() -> dict[str, str]:
@@ -61,6 +67,21 @@ def tournament_policies(policies: Sequence[str], anchor: str = ANCHOR) -> list[s
     if repeated:
         raise ValueError(f"policy listed more than once: {', '.join(repeated)}")
     return specs if anchor in specs else [*specs, anchor]
+
+
+def equal_shares(config: Config, n_policies: int) -> Config:
+    """`config` with PLAYER_N cut to the largest population every policy gets an equal share of
+    (whole teams; a copy when it changes). A policy's score is a mean over its agents, so equal
+    shares are not needed for fairness, but they keep every policy's sample the same size."""
+    team = config.PLAYER_TEAM_SIZE
+    teams = -(-config.PLAYER_N // team)
+    population = team * n_policies * (teams // n_policies)
+    if population == 0:
+        raise ValueError(f"{n_policies} policies need at least {n_policies} teams of {team}, but PLAYER_N="
+                         f"{config.PLAYER_N} in {config.name}")
+    if population == config.PLAYER_N:
+        return config
+    return with_horizon(config, config.HORIZON).set("PLAYER_N", population)
 
 
 def _check_settings(config: Config, n_policies: int, episodes: int, workers: int, time_budget: float) -> None:
@@ -169,20 +190,23 @@ class Standings:
     Episodes may finish in any order (workers, Ray actors, a resumed journal), but TrueSkill is
     applied in episode order so the final ratings never depend on it: the ratings cover the
     finished prefix 0..n-1 (`rated`), while the payoff table (how often each policy out-ranked each
-    other, the evaluator table of population-play frameworks) counts every finished episode.
+    other, the evaluator table of population-play frameworks) counts every finished episode. An
+    episode ranks policies by `metric`, then `tie_break` (None: equal metrics are draws); a policy
+    that never ran in an episode (it could not be built) is not ranked in it.
     """
 
-    def __init__(self, policies: list[str], seed: int, metric: str = "achievement", anchor: str = ANCHOR,
-                 break_ties: bool = True) -> None:
-        self.policies, self.seed, self.metric, self.break_ties = policies, seed, metric, break_ties
+    def __init__(self, policies: list[str], metric: str = "achievement", anchor: str = ANCHOR,
+                 tie_break: str | None = TIE_BREAK) -> None:
+        self.policies, self.metric, self.tie_break = policies, metric, tie_break
         self.ratings = Ratings(policies, anchor, BETA)
         self.results: dict[int, EpisodeResult] = {}
         self.wins = np.zeros((len(policies), len(policies)), dtype=np.int64)
         self.games = np.zeros_like(self.wins)
         self.rated = 0
+        self.all_way_ties = 0  # rated episodes in which every policy that played tied
         self.entries: list[dict[str, Any]] = []
         self.history: list[dict[str, Any]] = []
-        self._ranks: dict[int, tuple[list, list[int]]] = {}
+        self._ranks: dict[int, tuple[list, list[int | None]]] = {}
 
     def add(self, result: EpisodeResult) -> None:
         """Take one finished episode: count it in the payoff table, rate every episode now in order."""
@@ -190,12 +214,13 @@ class Standings:
             raise ValueError(f"episode {result.index} was added twice")
         self.results[result.index] = result
         scores = result.scores(self.metric)
-        tie_order = np.random.default_rng([self.seed, result.index]).permutation(len(self.policies))
-        ranks = ranks_from_scores(scores, self.break_ties, tie_order)
+        if self.tie_break is not None:
+            scores = [None if s is None else (s, t) for s, t in zip(scores, result.scores(self.tie_break), strict=True)]
+        ranks = ranks_from_scores(scores)
         self._ranks[result.index] = (scores, ranks)
-        scored = np.array([s is not None and not np.isnan(s) for s in scores])
-        both = scored[:, None] & scored[None, :] & ~np.eye(len(scores), dtype=bool)
-        rank = np.asarray(ranks)
+        playing = np.array([r is not None for r in ranks])
+        both = playing[:, None] & playing[None, :] & ~np.eye(len(ranks), dtype=bool)
+        rank = np.array([-1 if r is None else r for r in ranks])
         self.games += both
         self.wins += both & (rank[:, None] < rank[None, :])
         while self.rated in self.results:
@@ -204,10 +229,15 @@ class Standings:
 
     def _rate(self, result: EpisodeResult) -> None:
         scores, ranks = self._ranks[result.index]
+        played = [r for r in ranks if r is not None]
+        self.all_way_ties += len(played) > 1 and max(played) == 0
         self.ratings.update(ranks)
         table = self.ratings.table()
         entry = _episode_entry(result, self.policies)
-        entry["scores"] = dict(zip(self.policies, scores, strict=True))
+        entry["scores"] = dict(zip(self.policies, [s[0] if isinstance(s, tuple) else s for s in scores], strict=True))
+        if self.tie_break is not None:
+            entry["tie_break"] = dict(zip(self.policies, [s[1] if s is not None else None for s in scores],
+                                          strict=True))
         entry["ranks"] = dict(zip(self.policies, ranks, strict=True))
         entry["sr"] = {row["policy"]: row["sr"] for row in table}
         self.entries.append(entry)
@@ -221,36 +251,44 @@ class Standings:
                 for i, a in enumerate(self.policies)}
 
 
-def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int = 256,
+def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int | None = None,
                    seed: int = 0, workers: int = 2, time_budget: float = 1.0, metric: str = "achievement",
-                   anchor: str = ANCHOR, break_ties: bool = True, progress: bool = True,
+                   anchor: str = ANCHOR, tie_break: str | None = TIE_BREAK, progress: bool = True,
                    startup_timeout: float = 60.0, max_restarts: int = 5,
                    record_dir: str | None = None, backend: str = "process", ray_address: str | None = None,
                    journal: str | Path | None = None, resume: bool = False,
                    on_update: Callable[[Standings], None] | None = None) -> dict[str, Any]:
-    """Play `episodes` episodes of `ticks` ticks with all `policies` (plus the anchor) in one world
-    and rate them with TrueSkill. Ties in an episode's scores are broken by a permutation drawn
-    from that episode's seed (`break_ties=False` makes them draws). Returns the result dict:
-    per-episode scores, ranks and SR, the SR history, the payoff table, faults and the final
-    leaderboard (by SR).
+    """Play `episodes` episodes of `ticks` ticks (default: the config's HORIZON) with all `policies`
+    (plus the anchor) in one world, each an equal share of the population (PLAYER_N is cut to a
+    multiple of the number of policies, see `equal_shares`), and rate them with TrueSkill. An
+    episode ranks policies by the mean `metric` of their agents, ties by the mean `tie_break`
+    (None: ties are draws). Returns the result dict: per-episode scores, ranks and SR, the SR
+    history, the payoff table, faults and the final leaderboard (by SR; a policy that never ran
+    is listed as failed, unranked).
 
     With `record_dir`, every episode is also saved there as a replay (``episode_000.replay``, ...).
     ``backend="ray"`` plays the episodes on `workers` Ray actors (`ray_address`: an existing
     cluster); the results are the same as with local processes. With `journal` (a path), each
     finished episode is recorded there at once, and ``resume=True`` continues from that file.
     `on_update` sees the `Standings` after every finished episode (a live table)."""
-    config = with_horizon(config_module.resolve(config), ticks)
+    base = config_module.resolve(config)
+    config = with_horizon(base, base.HORIZON if ticks is None else ticks)
+    ticks = config.HORIZON
     check_metric(metric)
+    if tie_break is not None:
+        check_metric(tie_break)
     policies = tournament_policies(policies, anchor)
     _check_settings(config, len(policies), episodes, workers, time_budget)
+    config = equal_shares(config, len(policies))
     for spec in policies:
         check_spec(spec, startup_timeout)
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
-    settings = {"ticks": ticks, "episodes": episodes, "seed": seed, "metric": metric, "anchor": anchor,
-                "break_ties": break_ties, "beta": BETA, "time_budget": time_budget, "workers": workers,
+    settings = {"ticks": ticks, "episodes": episodes, "seed": seed, "metric": metric, "tie_break": tie_break,
+                "anchor": anchor, "population": config.PLAYER_N, "beta": BETA, "time_budget": time_budget,
+                "workers": workers,
                 "startup_timeout": startup_timeout, "max_restarts": max_restarts, "backend": backend}
     tasks = _tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts, record_dir)
-    standings = Standings(policies, seed, metric, anchor, break_ties)
+    standings = Standings(policies, metric, anchor, tie_break)
     book = None
     if journal is not None:
         from evaluation.journal import Journal
@@ -283,19 +321,25 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     if config.PLAYER_TEAM_SIZE > 1:
         out["team_metrics"] = team_metrics(results, policies)
     out["faults"] = {p: f.to_dict() for p, f in faults.items()}
-    out["leaderboard"] = leaderboard(standings.ratings, metrics, faults)
+    out["all_way_ties"] = standings.all_way_ties
+    out["leaderboard"] = leaderboard(standings.ratings, metrics, faults, episodes)
     return out
 
 
-def leaderboard(ratings: Ratings, metrics: dict[str, dict], faults: dict[str, Faults]) -> list[dict[str, Any]]:
-    """Rows sorted by SR (ties: policy order), with each metric's mean and the fault counts."""
-    rows = sorted(ratings.table(), key=lambda row: -row["sr"])
+def leaderboard(ratings: Ratings, metrics: dict[str, dict], faults: dict[str, Faults],
+                episodes: int) -> list[dict[str, Any]]:
+    """Rows sorted by SR (ties: policy order), with each metric's mean and the fault counts; a
+    policy that never ran in any episode is `failed`, has no rank and comes last."""
+    rows = sorted(ratings.table(), key=lambda row: (faults[row["policy"]].not_started >= episodes, -row["sr"]))
     out = []
-    for place, row in enumerate(rows, start=1):
+    place = 0
+    for row in rows:
         policy = row["policy"]
         record = faults[policy]
+        failed = record.not_started >= episodes
+        place += not failed
         out.append({
-            "rank": place, **row,
+            "rank": None if failed else place, **row, "failed": failed,
             "metrics": {name: metrics[policy][name]["mean"] for name in METRICS},
             "lifetimes": metrics[policy][METRICS[0]]["count"],
             "faults": {"exception": record.exception, "timeout": record.timeout, "malformed": record.malformed},

@@ -176,7 +176,7 @@ def check_args(args: argparse.Namespace) -> None:
             raise ValueError(f"--downscale must be >= 1, got {args.downscale}")
         if getattr(args, "n", None) is not None and args.n < 1:
             raise ValueError(f"--n must be >= 1, got {args.n}")
-    if command in ("run", "demo") and args.ticks < 1:
+    if command in ("run", "demo") and args.ticks is not None and args.ticks < 1:
         raise ValueError(f"--ticks must be a positive int, got {args.ticks}")
     if command == "demo" and args.episodes < 1:
         raise ValueError(f"--episodes must be a positive int, got {args.episodes}")

@@ -97,6 +97,9 @@ class Config:
     """Continuous spawning: dead agents are replaced by new ids. False: nobody respawns."""
     PLAYER_SPAWN_ATTEMPTS: int = 2
     """Respawns per tick at most."""
+    PLAYER_SPAWN_SPACING: int = 1
+    """Least Chebyshev distance between the initial spawns of different teams; validate() rejects a
+    PLAYER_N the edge ring cannot hold that far apart (5, beyond mage reach, holds 100 on 128 tiles)."""
     PLAYER_VISION_RADIUS: int = 7
     """Observation radius R: agents see a (2R+1)^2 window."""
     PLAYER_N_OBS: int = 100
@@ -107,6 +110,9 @@ class Config:
     """Team-spirit reward blend alpha: alpha * team mean + (1 - alpha) * own reward."""
     IMMORTAL: bool = False
     """No deaths (for benchmarks): health never drops below 1."""
+    REWARD_ACHIEVEMENT: bool = False
+    """Add achievement points / 15 to the env's reward on the tick they are earned (each tier once
+    per agent; `nmmo.metrics.ACHIEVEMENT_TIERS`), beside -1 at death."""
 
     # --- NPC capacities (settable only with the NPC system on) ---
     NPC_N: int = 128
@@ -132,6 +138,7 @@ class Config:
         HORIZON=(1, None),
         PLAYER_N=(1, None),
         PLAYER_SPAWN_ATTEMPTS=(0, None),
+        PLAYER_SPAWN_SPACING=(1, None),
         PLAYER_VISION_RADIUS=(1, 64),
         PLAYER_N_OBS=(1, None),
         PLAYER_TEAM_SIZE=(1, None),
@@ -268,6 +275,15 @@ class Config:
             raise ConfigError(
                 f"PLAYER_N={self.PLAYER_N} exceeds the {ring} spawn tiles on the edge ring of a "
                 f"MAP_CENTER={self.MAP_CENTER} map"
+            )
+        from nmmo.systems.spawn import min_spawn_distance
+
+        apart = min_spawn_distance(self.PLAYER_N, self.PLAYER_TEAM_SIZE, self.MAP_CENTER)
+        if apart < self.PLAYER_SPAWN_SPACING:
+            raise ConfigError(
+                f"PLAYER_SPAWN_SPACING={self.PLAYER_SPAWN_SPACING}: the edge ring of a MAP_CENTER={self.MAP_CENTER} "
+                f"map holds PLAYER_N={self.PLAYER_N} (teams of {self.PLAYER_TEAM_SIZE}) only {apart} tile(s) apart; "
+                "lower PLAYER_N or the spacing"
             )
         if not 0 < self.MAP_WATER_THRESHOLD < self.MAP_GRASS_THRESHOLD < self.MAP_FOREST_THRESHOLD < 1:
             raise ConfigError(

@@ -17,7 +17,10 @@ malformed actions raise ValueError naming agent and key. Stepping after the hori
 Actions for agents that already died are ignored; unknown ids raise ValueError.
 
 Rewards: -1 on death, else 0, unless `reward_fn` is given or `reward(agent_id)` is overridden;
-with PLAYER_TEAM_SPIRIT = alpha > 0 each reward becomes alpha * team mean + (1 - alpha) * own.
+with REWARD_ACHIEVEMENT on, plus achievement points / 15 on the tick they are earned (reported
+in ``infos[agent]["achievement_points"]`` then, or whenever ``env.report_achievements`` is set);
+with PLAYER_TEAM_SPIRIT =
+alpha > 0 each reward becomes alpha * team mean + (1 - alpha) * own.
 
 Episode metrics arrive in ``infos[agent]["episode"]`` when an agent dies or the episode ends.
 
@@ -40,7 +43,8 @@ from pettingzoo import ParallelEnv
 from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.enums import Direction, EntityAttr, TileAttr
-from nmmo.metrics import lifetime_metrics
+from nmmo.metrics import REWARD_SCALE as ACHIEVEMENT_REWARD_SCALE
+from nmmo.metrics import achievement_points, achievement_values, lifetime_metrics
 from nmmo.obs import ObservationBuilder, Observations, as_index
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
@@ -112,6 +116,12 @@ class Env(ParallelEnv):
         self._recorder: Recorder | None = Recorder() if record else None
         self._custom_reward = reward_fn is not None or type(self).reward is not Env.reward
         self._custom_log = log_fn is not None or type(self).log is not Env.log
+        #: report achievement points in infos (``infos[agent]["achievement_points"]``) even when
+        #: REWARD_ACHIEVEMENT is off; interfaces that read them (`RewardShaping`) turn it on
+        self.report_achievements = False
+        # achievement points already accounted per slot, and the agent they belong to (a slot is reused)
+        self._points_paid = np.zeros(self.n_slots, dtype=np.int64)
+        self._points_owner = np.zeros(self.n_slots, dtype=np.int64)
 
     # ------------------------------------------------------------- spaces
     @functools.cache  # noqa: B019 - one env, a handful of spaces: caching by self is the point
@@ -186,6 +196,8 @@ class Env(ParallelEnv):
         if map_seed not in self._map_cache:
             self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
         self.realm.reset(self._map_cache[map_seed], rng)
+        self._points_paid[:] = 0
+        self._points_owner[:] = 0
         self.overlays.reset()
         self.overlays.track(self.realm.state)
         if self._recorder is not None:
@@ -240,7 +252,8 @@ class Env(ParallelEnv):
         terminated[died] = True
         rewarded = np.flatnonzero(alive_before | ent.alive[: self.n_slots])
         rewards = np.zeros(self.n_slots, dtype=np.float32)
-        rewards[rewarded] = self._reward_values(rewarded, terminated[rewarded])
+        earned = self.achievements_earned(rewarded) if self.config.REWARD_ACHIEVEMENT else None
+        rewards[rewarded] = self._reward_values(rewarded, terminated[rewarded], earned)
         truncated = np.zeros(self.n_slots, dtype=bool)
         if self.done:
             truncated[:] = alive_before & ~terminated
@@ -256,16 +269,21 @@ class Env(ParallelEnv):
         """Record from the next reset on (same as `Env(..., record=True)`)."""
         self._recorder = Recorder()
 
-    def save_replay(self, path, policies: list[str] | None = None) -> Path:
+    def save_replay(self, path, policies: list[str] | None = None, team_policy: list[int] | None = None) -> Path:
         """Write the episode recorded so far (see `nmmo.replay`); returns the path. `policies` names
-        who played, for the viewer: team t's players belong to ``policies[t % len(policies)]`` (the
-        way tournaments deal teams), and it colours players by policy when there are several."""
+        who played, for the viewer, which colours players by policy when there are several: team t's
+        players belong to ``policies[team_policy[t]]`` (how the tournament dealt them), or without
+        `team_policy` to ``policies[t % len(policies)]``."""
         if self._recorder is None:
             raise ValueError("this env is not recording: pass record=True or call env.record() before reset()")
         if policies is not None:
             if isinstance(policies, str) or not policies or not all(isinstance(p, str) for p in policies):
                 raise ValueError(f"policies must be a non-empty list of names, got {policies!r}")
             self._recorder.header["policies"] = list(policies)
+        if team_policy is not None:
+            if policies is None or not all(isinstance(i, int) and 0 <= i < len(policies) for i in team_policy):
+                raise ValueError(f"team_policy must list an index into policies for every team, got {team_policy!r}")
+            self._recorder.header["team_policy"] = list(team_policy)
         self._recorder.capture_overlays(self.overlays, len(self._recorder.frames) - 1)
         return self._recorder.save(path)
 
@@ -358,7 +376,9 @@ class Env(ParallelEnv):
         obs = self._obs_dicts(slots)
         ids = ent.id[slots].tolist()
         is_dead = np.isin(slots, died)
-        values = self._reward_values(slots, is_dead)
+        counted = self.config.REWARD_ACHIEVEMENT or self.report_achievements
+        earned = self.achievements_earned(slots) if counted else np.zeros(0, dtype=np.int64)
+        values = self._reward_values(slots, is_dead, earned)
         rewards = dict(zip(ids, values.tolist(), strict=True))
         terminations = dict(zip(ids, is_dead.tolist(), strict=True))
         truncate = self.done
@@ -367,18 +387,36 @@ class Env(ParallelEnv):
         for aid, problems in invalid.items():
             if aid in infos:
                 infos[aid].update(problems)
+        for i in np.flatnonzero(earned).tolist():
+            infos[ids[i]]["achievement_points"] = int(earned[i])
         finished = slots if truncate else died
         if finished.size:
             self._add_episode_infos(infos, finished)
         return obs, rewards, terminations, truncations, infos
 
-    def _reward_values(self, slots: np.ndarray, died: np.ndarray) -> np.ndarray:
-        """Rewards of the agents in `slots` this step (`died` marks those that died)."""
+    def achievements_earned(self, slots: np.ndarray) -> np.ndarray:
+        """Achievement points the agents in `slots` reached since they were last accounted (each
+        tier counts once per agent id): what REWARD_ACHIEVEMENT pays, in ``infos[agent]
+        ["achievement_points"]`` on the dict API. Accounting is per slot and agent id, so a
+        slot's next agent starts from zero."""
+        state = self.realm.state
+        ids = state.entities.id[slots]
+        points = achievement_points(achievement_values(state.entities, slots))
+        paid = np.where(self._points_owner[slots] == ids, self._points_paid[slots], 0)
+        self._points_paid[slots] = points
+        self._points_owner[slots] = ids
+        return points - paid
+
+    def _reward_values(self, slots: np.ndarray, died: np.ndarray, earned: np.ndarray | None = None) -> np.ndarray:
+        """Rewards of the agents in `slots` this step (`died` marks those that died; `earned`: their
+        achievement points this step, paid as points / 15 when REWARD_ACHIEVEMENT is on)."""
         ent = self.realm.state.entities
         if self._custom_reward:
             values = np.array([self.reward(aid) for aid in ent.id[slots].tolist()], dtype=np.float64)
         else:
             values = np.where(died, -1.0, 0.0)
+        if self.config.REWARD_ACHIEVEMENT and earned is not None and earned.size:
+            values = values + earned / ACHIEVEMENT_REWARD_SCALE
         alpha = self.config.PLAYER_TEAM_SPIRIT
         if alpha > 0 and values.size:
             values = team_spirit(values, ent.team[slots], alpha)

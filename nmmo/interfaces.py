@@ -54,6 +54,9 @@ TARGETS_KEY = "ActionTargets"
 EPISODE_METRICS = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
 #: Names of the own-row Entity columns `RewardShaping` can weight (their change per step).
 STEP_METRICS = tuple(attr.name.lower() for attr in EntityAttr)
+#: Per-step values the env reports in infos that `RewardShaping` can weight (the achievement
+#: points an agent reached this step: weight 1/15 is DESIGN.md's achievement reward).
+INFO_METRICS = ("achievement_points",)
 
 __all__ = [
     "MASK_KEY",
@@ -91,6 +94,9 @@ class Outcome:
 class Interface:
     """The identity transform; subclasses override only what they change."""
 
+    #: What the raw env must report in its infos for this interface (`InterfaceEnv` asks for it).
+    env_reports: frozenset[str] = frozenset()
+
     def reset(self, seed: int | None = None) -> None:
         """Start an episode: stateful interfaces clear or redraw their state here."""
 
@@ -127,6 +133,7 @@ class Stack(Interface):
         for interface in interfaces:
             self.stages.extend(interface.stages if isinstance(interface, Stack) else [interface])
         self._trace: list[dict] = []
+        self.env_reports = frozenset().union(*(stage.env_reports for stage in self.stages))
 
     def reset(self, seed: int | None = None) -> None:
         for stage in self.stages:
@@ -186,6 +193,8 @@ class InterfaceEnv(ParallelEnv):
     def __init__(self, env: ParallelEnv, interface: Interface) -> None:
         self.env = env
         self.interface = interface
+        if "achievement_points" in interface.env_reports:
+            env.unwrapped.report_achievements = True
         self.metadata = dict(getattr(env, "metadata", {}))
         self.render_mode = getattr(env, "render_mode", None)
         self.possible_agents = list(interface.possible_agents(list(env.possible_agents)))
@@ -435,21 +444,27 @@ class RewardShaping(Interface):
 
     - ``STEP_METRICS`` (lower-case `EntityAttr` names: "health", "food", "melee", ...): the change of
       that column of the agent's own Entity row since its previous observation, every step.
+    - ``INFO_METRICS`` ("achievement_points"): a value the env reports in ``infos[agent]`` on
+      the step it happens (achievement points reached that step; each tier once per agent).
     - ``EPISODE_METRICS`` ("achievement", "explore", ...): the lifetime value, once, on the step
       its ``infos[agent]["episode"]`` arrives (death or the horizon).
 
+    ``RewardShaping({"achievement_points": 1 / 15})`` pays achievements as they are earned, as the
+    REWARD_ACHIEVEMENT config key does inside the env.
     """
 
     def __init__(self, weights: Mapping[str, float], env_weight: float = 1.0) -> None:
-        unknown = sorted(set(weights) - set(STEP_METRICS) - set(EPISODE_METRICS))
+        unknown = sorted(set(weights) - set(STEP_METRICS) - set(INFO_METRICS) - set(EPISODE_METRICS))
         if unknown:
-            raise ValueError(f"unknown metrics {unknown}; per step: {', '.join(STEP_METRICS)}; per lifetime: "
-                             f"{', '.join(EPISODE_METRICS)}")
+            raise ValueError(f"unknown metrics {unknown}; per step: {', '.join(STEP_METRICS + INFO_METRICS)}; "
+                             f"per lifetime: {', '.join(EPISODE_METRICS)}")
         self.env_weight = float(env_weight)
         step = [(EntityAttr[name.upper()], float(w)) for name, w in weights.items() if name in STEP_METRICS]
         self._columns = np.array([c for c, _ in step], dtype=np.int64)
         self._step_weights = np.array([w for _, w in step], dtype=np.float64)
         self._episode_weights = {name: float(w) for name, w in weights.items() if name in EPISODE_METRICS}
+        self._info_weights = {name: float(w) for name, w in weights.items() if name in INFO_METRICS}
+        self.env_reports = frozenset(self._info_weights)
         self._last: dict[Any, np.ndarray] = {}
 
     def reset(self, seed: int | None = None) -> None:
@@ -467,10 +482,13 @@ class RewardShaping(Interface):
         return dict(zip(agents, ((now - before) @ self._step_weights).tolist(), strict=True))
 
     def _episode_term(self, info: Mapping) -> float:
-        episode = info.get("episode") if isinstance(info, Mapping) else None
-        if not episode or not self._episode_weights:
+        if not isinstance(info, Mapping):
             return 0.0
-        return sum(w * float(episode[name]) for name, w in self._episode_weights.items())
+        value = sum(w * float(info.get(name, 0)) for name, w in self._info_weights.items())
+        episode = info.get("episode")
+        if not episode or not self._episode_weights:
+            return value
+        return value + sum(w * float(episode[name]) for name, w in self._episode_weights.items())
 
     def outcome(self, outcome: Outcome, obs: dict) -> Outcome:
         terms = self._step_terms(obs)

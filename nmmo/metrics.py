@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmmo.enums import Skill
-from nmmo.state import State
+from nmmo.state import Entities, State
 
 #: Thresholds (easy, normal, hard) per achievement category, and the points of each tier.
 ACHIEVEMENT_TIERS: dict[str, tuple[int, int, int]] = {
@@ -17,27 +17,29 @@ ACHIEVEMENT_TIERS: dict[str, tuple[int, int, int]] = {
 TIER_POINTS = (4, 6, 11)
 #: Achievement points are divided by this when used as a reward (max 5.6 per episode).
 REWARD_SCALE = 15.0
+_THRESHOLDS = np.array(list(ACHIEVEMENT_TIERS.values()), dtype=np.float64)[:, None, :]  # (category, 1, tier)
+_POINTS = np.array(TIER_POINTS, dtype=np.int64)
+
+
+def achievement_values(ent: Entities, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The value each achievement category tracks, for the given entity rows."""
+    levels = ent.level[rows]
+    return {
+        "player_kills": ent.player_kills[rows],
+        "equipment": ent.max_equipment[rows],
+        "explore": ent.max_explore[rows],
+        "forage": (levels[:, Skill.HUNTING] + levels[:, Skill.FISHING]) / 2.0,
+    }
 
 
 def achievement_points(values: dict[str, np.ndarray]) -> np.ndarray:
     """Points earned by each value set: every tier reached counts once."""
-    total = np.zeros_like(np.asarray(values["player_kills"]), dtype=np.int64)
-    for name, thresholds in ACHIEVEMENT_TIERS.items():
-        value = np.asarray(values[name])
-        for threshold, points in zip(thresholds, TIER_POINTS, strict=True):
-            total += points * (value >= threshold)
-    return total
+    stacked = np.stack([np.asarray(values[name], dtype=np.float64) for name in ACHIEVEMENT_TIERS])
+    return ((stacked[..., None] >= _THRESHOLDS).astype(np.int64) @ _POINTS).sum(axis=0)
 
 
 def lifetime_metrics(state: State, rows: np.ndarray) -> dict[str, np.ndarray]:
     """Lifetime, Player Kills, Equipment, Explore, Forage and Achievement of the given rows."""
-    ent = state.entities
-    values = {
-        "lifetime": state.tick - ent.spawn_tick[rows],
-        "player_kills": ent.player_kills[rows],
-        "equipment": ent.max_equipment[rows],
-        "explore": ent.max_explore[rows],
-        "forage": (ent.level[rows, Skill.HUNTING] + ent.level[rows, Skill.FISHING]) / 2.0,
-    }
+    values = {"lifetime": state.tick - state.entities.spawn_tick[rows], **achievement_values(state.entities, rows)}
     values["achievement"] = achievement_points(values)
     return values

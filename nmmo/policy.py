@@ -8,6 +8,7 @@ and friends), ``path/to/file.py:Class`` or ``ckpt:PATH`` (a PPO checkpoint from 
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 from pathlib import Path
@@ -104,5 +105,8 @@ def import_spec(spec: str, what: str = "object") -> Any:
         except ImportError as err:
             raise ValueError(f"cannot import {what} module {where!r}: {err}") from err
     if not hasattr(module, name):
-        raise ValueError(f"{where!r} defines no {name!r}")
+        public = [n for n in dir(module) if not n.startswith("_") and isinstance(getattr(module, n), type)]
+        close = difflib.get_close_matches(name, public, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(f'{where}:{c}' for c in close)}?" if close else ""
+        raise ValueError(f"{where!r} defines no {name!r}{hint}")
     return getattr(module, name)

@@ -121,7 +121,7 @@ DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "rand
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from evaluation.cli import history_table, leaderboard_table, wide_console
+    from evaluation.cli import print_tournament, wide_console
     from evaluation.results import save_results
     from evaluation.tournament import run_tournament
     from nmmo import world
@@ -141,15 +141,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                   f"{time.perf_counter() - start:.2f} s: water {stats['fractions']['water']:.2f}, forest "
                   f"{stats['fractions']['forest']:.2f}, {stats['reachable_fraction']:.0%} of walkable tiles "
                   f"reachable from spawns; preview {preview}")
-    console.print(f"2. tournament: {', '.join(DEMO_POLICIES)} share {config.PLAYER_N} agent slots with "
-                  f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {args.ticks} "
-                  "ticks on held-out maps, ranked by achievement, rated with TrueSkill")
+    ticks = config.HORIZON if args.ticks is None else args.ticks
+    console.print(f"2. tournament: {', '.join(DEMO_POLICIES)} share {config.PLAYER_N} agents in equal shares with "
+                  f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {ticks} "
+                  "ticks on held-out maps, ranked by achievement then lifetime, rated with TrueSkill")
     replays = args.out / "replays"
-    results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=args.ticks, seed=0,
+    results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=ticks, seed=0,
                              workers=args.workers, record_dir=str(replays))
-    wide = wide_console()  # the leaderboard has 13 columns: do not squeeze it to 80 when piped
-    wide.print(history_table(results))
-    wide.print(leaderboard_table(results))
+    print_tournament(wide_console(), results)
     paths = save_results(results, args.out)
     console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
                   highlight=False)
@@ -299,8 +298,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     srv.set_defaults(func=_cmd_serve)
 
     demo = sub.add_parser("demo", help="the main job on embedded defaults")
-    demo.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
-    demo.add_argument("--ticks", type=int, default=256, help="ticks per tournament episode")
+    demo.add_argument("--config", default="tournament",
+                      help="config name, preset or TOML path (default: tournament, the canonical format)")
+    demo.add_argument("--ticks", type=int, default=None, help="ticks per tournament episode (default: the HORIZON)")
     demo.add_argument("--episodes", type=int, default=4, help="tournament episodes")
     demo.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
     demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where outputs go")

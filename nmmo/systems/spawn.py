@@ -1,9 +1,10 @@
 """Spawning and removal: players on the edge ring, NPCs inside by danger, the dead taken away.
 
 Players: `reset` places PLAYER_N agents evenly around the spawn ring (the playable square's outer
-ring), starting at a random point; teams are contiguous blocks of slots, each starting on
-neighbouring ring tiles, the teams spread evenly. With PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS
-free slots per tick get a new agent id on a random free ring tile; a slot keeps its team.
+ring), edge by edge so that players stay apart around corners too (`initial_ring_positions`);
+teams are contiguous blocks of slots, each starting on neighbouring ring tiles. With
+PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS free slots per tick, drawn at random, get a new agent
+id on a random free ring tile; a slot keeps its team.
 NPCs: up to NPC_SPAWN_ATTEMPTS random tiles per tick until NPC_N exist (reset fills them at once);
 their kind and level follow the danger of the tile (0 at the playable edge, about 1 at the centre).
 """
@@ -72,32 +73,69 @@ def _init_players(state: State, config: Config, slots: np.ndarray) -> None:
 
 def spawn_initial_players(state: State, config: Config, rng: np.random.Generator) -> None:
     ring = spawn_ring(config)
-    n = config.PLAYER_N
-    start = int(rng.integers(len(ring)))
-    slots = np.arange(n)
-    index = (start + _ring_offsets(n, config.PLAYER_TEAM_SIZE, len(ring))) % len(ring)
+    slots = np.arange(config.PLAYER_N)
+    index = initial_ring_positions(config.PLAYER_N, config.PLAYER_TEAM_SIZE, config.MAP_CENTER, rng)
     _place(state, slots, ring[index])
     _init_players(state, config, slots)
 
 
-def _ring_offsets(n: int, team_size: int, ring: int) -> np.ndarray:
-    """Ring positions of the initial slots: evenly spaced; with teams, each team's members on
-    neighbouring ring tiles and the teams evenly spaced (when the ring has room for that)."""
+def initial_ring_positions(n: int, team_size: int, center: int, rng: np.random.Generator) -> np.ndarray:
+    """Ring index (see `spawn_ring`) of each initial slot, spread evenly edge by edge.
+
+    The ring is four edges of ``center - 1`` tiles, each starting at a corner. Units (teams, or
+    single players) are dealt to the edges as evenly as possible (the edge that gets the first
+    extra unit is drawn), spaced ``s = (center - 1) // units on that edge`` apart along the edge,
+    and shifted by a random offset that leaves at least ``s`` tiles before the next corner. So no
+    two units start closer than `min_spawn_distance` (Chebyshev, around corners too: spacing by
+    ring length alone puts two players diagonal across a corner much closer than that). A team's
+    members take neighbouring ring tiles from its unit's position. When an edge cannot hold its
+    teams that way, teams are spread by ring length (and when even that fails, single slots)."""
+    edge, ring = center - 1, 4 * (center - 1)
+    units = -(-n // team_size)
     slots = np.arange(n)
-    n_teams = -(-n // team_size)
-    if team_size <= 1 or n_teams * team_size > ring:
-        return (slots * ring) // n
-    return ((slots // team_size) * ring) // n_teams + slots % team_size
+    if -(-units // 4) * team_size > edge:  # too crowded for the edge-wise layout
+        start = int(rng.integers(ring))
+        if units * team_size > ring:
+            return (start + (slots * ring) // n) % ring
+        return (start + ((slots // team_size) * ring) // units + slots % team_size) % ring
+    counts = np.full(4, units // 4)
+    counts[(int(rng.integers(4)) + np.arange(units % 4)) % 4] += 1
+    starts = []
+    for side, count in enumerate(counts.tolist()):
+        if count == 0:
+            continue
+        spacing = edge // count
+        shift = int(rng.integers(edge - count * spacing + 1))
+        starts.append(side * edge + shift + spacing * np.arange(count))
+    anchors = np.concatenate(starts)
+    return (anchors[slots // team_size] + slots % team_size) % ring
+
+
+def min_spawn_distance(n: int, team_size: int, center: int) -> int:
+    """The smallest Chebyshev distance `initial_ring_positions` guarantees between the starting
+    tiles of players of different teams (1, distinct tiles, when it falls back to ring length)."""
+    edge = center - 1
+    units = -(-n // team_size)
+    per_edge = -(-units // 4)
+    if per_edge * team_size > edge:
+        return 1
+    if units <= 1:
+        return 2 * edge  # a single unit: nobody to keep apart from
+    return edge // per_edge - (team_size - 1)
 
 
 def respawn_players(state: State, config: Config, rng: np.random.Generator) -> np.ndarray:
-    """Fill free player slots (lowest first) on random free ring tiles; returns the slots filled."""
+    """Fill free player slots, drawn at random, on random free ring tiles; returns the slots filled.
+    (A random slot, not the lowest free one: which slot an agent gets must say nothing about who
+    controls it, and tournaments deal slots to policies.)"""
     ent = state.entities
     if not config.PLAYER_RESPAWN or config.PLAYER_SPAWN_ATTEMPTS == 0:
         return np.zeros(0, dtype=np.int64)
-    free_slots = np.flatnonzero(~ent.alive[: ent.n_players])[: config.PLAYER_SPAWN_ATTEMPTS]
+    free_slots = np.flatnonzero(~ent.alive[: ent.n_players])
     if free_slots.size == 0:
         return free_slots
+    if free_slots.size > config.PLAYER_SPAWN_ATTEMPTS:
+        free_slots = rng.choice(free_slots, size=config.PLAYER_SPAWN_ATTEMPTS, replace=False)
     ring = spawn_ring(config)
     open_tiles = ring[(state.tiles.occupancy[ring[:, 0], ring[:, 1]] < 0) & WALKABLE[
         state.tiles.material[ring[:, 0], ring[:, 1]]]]

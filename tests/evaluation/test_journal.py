@@ -19,7 +19,7 @@ def test_standings_do_not_depend_on_finishing_order():
     policies = tournament_policies(["scripted:Forage", "random"])
     results = run_episodes(_tasks(conf, policies, [1, 2, 3, 4], [0, 1, 2, 3], 1.0, 60.0, 5), workers=0,
                            progress=False)
-    in_order, shuffled = Standings(policies, 0), Standings(policies, 0)
+    in_order, shuffled = Standings(policies), Standings(policies)
     for result in results:
         in_order.add(result)
     for result in (results[2], results[0], results[3]):
@@ -29,10 +29,10 @@ def test_standings_do_not_depend_on_finishing_order():
     assert shuffled.rated == 4
     assert shuffled.ratings.table() == in_order.ratings.table() and shuffled.payoff() == in_order.payoff()
     payoff = in_order.payoff()
-    for a in policies:  # a out-ranked b and b out-ranked a share the episodes (ties are broken)
+    for a in policies:  # a out-ranked b, b out-ranked a, or they drew: shares of the episodes
         for b in policies:
             if a != b:
-                assert payoff[a][b] + payoff[b][a] == pytest.approx(1.0)
+                assert 0.0 <= payoff[a][b] + payoff[b][a] <= 1.0
     with pytest.raises(ValueError, match="episode 2 was added twice"):
         in_order.add(results[2])
 

@@ -42,11 +42,13 @@ def test_combat_anchor_is_exactly_1500_and_intervals_follow_sigma():
         ratings.update([0, 1])
 
 
-def test_ranks_from_scores_breaks_ties_by_policy_order():
-    assert ranks_from_scores([3.0, 5.0, 3.0, 1.0]) == [1, 0, 2, 3]
-    assert ranks_from_scores([0.0, 0.0, 0.0]) == [0, 1, 2]
-    assert ranks_from_scores([2.0, 2.0, 7.0], break_ties=False) == [1, 1, 0]
-    assert ranks_from_scores([None, 0.0, float("nan")]) == [1, 0, 2]  # no lifetimes ranks last
+def test_ranks_share_equal_scores_and_leave_out_missing_ones():
+    assert ranks_from_scores([3.0, 5.0, 3.0, 1.0]) == [1, 0, 1, 3]  # equal scores are draws
+    assert ranks_from_scores([0.0, 0.0, 0.0]) == [0, 0, 0]
+    assert ranks_from_scores([None, 0.0, float("nan")]) == [None, 0, None]  # did not play: not ranked
+    # a tie-break orders equal scores; equal in both is still a draw
+    assert ranks_from_scores([(2.0, 10.0), (2.0, 30.0), (7.0, 1.0), (2.0, 10.0)]) == [2, 1, 0, 2]
+    assert ranks_from_scores([(1.0, float("nan")), (1.0, 3.0)]) == [None, 0]
     # deterministic: the same input always gives the same ranks and the same ratings
     a, b = Ratings(["x", "y", ANCHOR]), Ratings(["x", "y", ANCHOR])
     for scores in ([1.0, 1.0, 0.0], [0.0, 2.0, 2.0]):
@@ -57,13 +59,14 @@ def test_ranks_from_scores_breaks_ties_by_policy_order():
 
 def test_draws_update_symmetrically():
     ratings = Ratings(["a", ANCHOR])
-    ratings.update(ranks_from_scores([1.0, 1.0], break_ties=False))
+    ratings.update(ranks_from_scores([1.0, 1.0]))
     assert ratings.sr()["a"] == pytest.approx(1500.0)
 
 
-def test_ties_follow_the_given_order_not_the_list_position():
-    from evaluation.rating import ranks_from_scores
-
-    assert ranks_from_scores([1.0, 1.0, 2.0], tie_order=[1, 0, 2]) == [2, 1, 0]
-    assert ranks_from_scores([1.0, 1.0, 2.0]) == [1, 2, 0]
-    assert ranks_from_scores([1.0, 1.0, 2.0], break_ties=False) == [1, 1, 0]
+def test_a_policy_that_did_not_play_keeps_its_rating():
+    ratings = Ratings(["a", "b", ANCHOR])
+    ratings.update([None, 0, 1])
+    a, b, anchor = ratings.ratings
+    assert (a.mu, a.sigma) == (25.0, 25.0 / 3) and b.mu > 25.0 > anchor.mu
+    ratings.update([0, None, None])  # nobody to compare with: nothing changes
+    assert ratings.ratings[0].mu == 25.0

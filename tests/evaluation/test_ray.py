@@ -99,7 +99,7 @@ def test_cli_ray_flag_then_resume_locally(ray_session, tmp_path, capsys):
               "--out", str(tmp_path / "out")]
     assert main([*common, "--episodes", "2", "--ray", "--workers", "2"]) == 0
     assert main([*common, "--episodes", "3", "--resume", "--workers", "0"]) == 0
-    assert "Leaderboard: 3 episode(s)" in capsys.readouterr().out
+    assert "3 episode(s) of 8 ticks" in capsys.readouterr().out
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [e["index"] for e in saved["episodes"]] == [0, 1, 2] and saved["settings"]["backend"] == "process"
     assert len((tmp_path / "out" / "episodes.jsonl").read_text().splitlines()) == 4

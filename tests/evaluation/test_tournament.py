@@ -9,6 +9,8 @@ from evaluation.metrics import METRICS
 from evaluation.rating import ANCHOR
 from evaluation.results import load_results, results_config, save_results, validate_results
 from evaluation.tournament import evaluate, run_tournament, tournament_policies
+from nmmo.config import load as nmmo_config
+from nmmo.replay import load_replay
 
 from .conftest import CRASHING, GARBAGE, HANGING, small_config, write_policy
 
@@ -28,16 +30,54 @@ def test_config_travels_as_toml_and_horizon_copies():
     assert eval_map_seeds(config, 3) == [config.MAP_EVAL_SEED_OFFSET + i for i in range(3)]
 
 
-def test_slots_are_split_round_robin_and_respawns_keep_their_policy():
+def test_slots_are_dealt_in_equal_shares_and_respawns_keep_their_policy():
     config = with_horizon(small_config(PLAYER_N=16, IMMORTAL=True), 3)  # nobody dies: one lifetime per slot
     task = EpisodeTask(0, config.to_toml(), config.name, ("idle", "random", "scripted:Meander"), 5, 1_000_000)
     result = run_episode(task)
-    assert np.bincount(result.owners, minlength=3).tolist() == [6, 5, 5]  # slots 0,3,..,15 | 1,4,..,13 | 2,5,..,14
+    assert np.bincount(result.owners, minlength=3).tolist() == [6, 5, 5]  # 16 slots: the first policy one more
     assert (result.lifetimes[:, METRICS.index("lifetime")] == 3).all()
     # with deaths and respawns every lifetime is still credited to its slot's policy
     config = with_horizon(small_config(PLAYER_N=16), 40)
     result = run_episode(EpisodeTask(0, config.to_toml(), config.name, ("idle", "random"), 5, 1_000_000))
     assert len(result.owners) > 16 and set(result.owners.tolist()) == {0, 1}
+
+
+POLICIES5 = ("scripted:Combat", "scripted:Forage", "scripted:Meander", "random", "idle")
+
+
+def test_nothing_observable_tells_which_policy_controls_an_agent(tmp_path):
+    """Over episodes of the canonical format, an agent's ID, its TEAM column and its spawn tile
+    (ring position) say nothing about its policy: a guess from any of them, learnt on four
+    episodes, is right on the next four about as often as chance (1 in 5); the old deal (slot mod
+    the number of policies) would make it right every time. The deal changes every episode."""
+    from nmmo.systems.spawn import spawn_ring
+
+    config = with_horizon(nmmo_config("tournament"), 1)
+    ring = {tuple(rc): i for i, rc in enumerate(spawn_ring(config).tolist())}
+    rows = []  # (policy, id, team, ring position) of every agent at its first tick
+    deals = set()
+    for episode in range(8):
+        path = tmp_path / f"e{episode}.replay"
+        run_episode(EpisodeTask(episode, config.to_toml(), config.name, POLICIES5, 100 + episode,
+                                config.MAP_EVAL_SEED_OFFSET + episode, replay_path=str(path)))
+        replay = load_replay(path)
+        team_policy = np.array(replay.header["team_policy"])
+        deals.add(tuple(team_policy.tolist()))
+        frame = replay.frame(0)
+        players = np.flatnonzero(frame["alive"].astype(bool) & (frame["kind"] == 0))
+        assert np.bincount(team_policy[frame["team"][players]], minlength=5).tolist() == [20] * 5  # equal shares
+        for slot in players.tolist():
+            cell = (int(frame["row"][slot]), int(frame["col"][slot]))
+            rows.append((team_policy[frame["team"][slot]], frame["id"][slot], frame["team"][slot], ring[cell]))
+    assert len(deals) == 8  # a fresh deal per episode
+    data = np.array(rows, dtype=np.int64)
+    learn, test = data[: len(data) // 2], data[len(data) // 2 :]
+    for column, name in ((1, "ID"), (2, "TEAM"), (3, "spawn position")):
+        for modulus in (5, 10, 20, 100):  # a residue of the feature -> its most common policy so far
+            guess = {r: np.bincount(learn[learn[:, column] % modulus == r, 0], minlength=5).argmax()
+                     for r in range(modulus)}
+            right = np.mean([guess[f % modulus] == p for p, f in zip(test[:, 0], test[:, column], strict=True)])
+            assert right < 0.2 + 0.1, (name, modulus, right)
 
 
 def test_anchor_is_added_and_specs_checked():
@@ -150,7 +190,9 @@ def test_teams_play_for_one_policy_and_get_team_metrics(tmp_path):
     policies = results["policies"]
     team = results["team_metrics"]
     assert sorted(team) == sorted(policies)
-    assert sum(team[p]["members"]["count"] for p in policies) == 2 * conf.PLAYER_N // 4  # teams over 2 episodes
+    population = results["settings"]["population"]
+    assert population == 12  # 4 teams of 4, cut to 3 for equal shares of 3 policies
+    assert sum(team[p]["members"]["count"] for p in policies) == 2 * population // 4  # teams over 2 episodes
     task = EpisodeTask(0, conf.set("HORIZON", 8).to_toml(), "teams", tuple(policies), 5, 0)
     result = run_episode(task)
     for t in np.unique(result.teams):

@@ -35,8 +35,16 @@ def _cells(state, rows):
 
 
 # ---------------------------------------------------------------------------- initial players
-@pytest.mark.parametrize(("player_n", "seed"), [(1, 0), (3, 1), (8, 2), (8, 3), (13, 4), (28, 5)])
-def test_initial_players_are_evenly_spaced_on_the_edge_ring(player_n, seed):
+def _chebyshev_gaps(cells, teams):
+    """Least Chebyshev distance between cells of different teams (None when there is one team)."""
+    cells = np.array(cells)
+    gaps = np.max(np.abs(cells[:, None] - cells[None, :]), axis=2)
+    other = np.asarray(teams)[:, None] != np.asarray(teams)[None, :]
+    return int(gaps[other].min()) if other.any() else None
+
+
+@pytest.mark.parametrize(("player_n", "seed"), [(1, 0), (3, 1), (8, 2), (8, 3), (13, 4), (16, 6), (28, 5)])
+def test_initial_players_spread_edge_by_edge(player_n, seed):
     conf, state = _player_world(player_n, seed=seed)
     ent = state.entities
     ring = _ring_order(LOW, HIGH)
@@ -44,14 +52,36 @@ def test_initial_players_are_evenly_spaced_on_the_edge_ring(player_n, seed):
     assert ent.alive.all()
     assert len(set(cells)) == player_n  # distinct tiles
     assert all(cell in ring for cell in cells)  # all on the playable square's outer ring
-    positions = np.array([ring[cell] for cell in cells])
-    gaps = np.diff(np.append(positions, positions[0] + len(ring))) % len(ring)
-    if player_n > 1:
-        # Slots go round the ring in order, with gaps of floor or ceil of ring length / PLAYER_N.
-        spacing = len(ring) / player_n
-        assert set(gaps.tolist()) <= {int(np.floor(spacing)), int(np.ceil(spacing))}
-        assert gaps.sum() == len(ring)
+    edge = CENTER - 1
+    per_edge = np.bincount([ring[cell] // edge for cell in cells], minlength=4)
+    assert per_edge.max() - per_edge.min() <= 1  # the four edges share the players evenly
+    if player_n > 1 and -(-player_n // 4) <= edge:
+        # along an edge and around every corner, nobody starts closer than the edge's spacing
+        assert _chebyshev_gaps(cells, range(player_n)) >= edge // -(-player_n // 4)
     check_occupancy(state)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tournament_spawns_are_beyond_mage_reach_for_every_pair(seed):
+    """The canonical tournament: every pair of starting tiles at least 5 apart (mage reach is 4)."""
+    import nmmo
+
+    conf = nmmo.config.load("tournament")
+    assert conf.PLAYER_SPAWN_SPACING > conf.COMBAT_MAGE_REACH
+    env = nmmo.Env(conf, seed=seed)
+    env.reset()
+    ent = env.realm.state.entities
+    cells = list(zip(ent.row[: conf.PLAYER_N].tolist(), ent.col[: conf.PLAYER_N].tolist(), strict=True))
+    assert len(cells) == conf.PLAYER_N and ent.alive[: conf.PLAYER_N].all()
+    assert _chebyshev_gaps(cells, range(conf.PLAYER_N)) >= 5
+
+
+def test_spawn_spacing_that_the_ring_cannot_hold_is_a_config_error():
+    import nmmo
+
+    conf = nmmo.config.load("tournament")
+    with pytest.raises(nmmo.ConfigError, match="PLAYER_SPAWN_SPACING=5.*PLAYER_N=104.*only 4 tile"):
+        conf.set("PLAYER_N", 104).validate()
 
 
 def test_initial_players_start_as_the_rules_say():
@@ -94,18 +124,13 @@ def test_teams_are_contiguous_blocks_next_to_each_other_on_the_ring(player_n, te
 def test_teammates_start_on_neighbouring_ring_tiles(player_n, team_size):
     conf, state = _player_world(player_n, team_size=team_size, seed=player_n)
     ent = state.entities
-    ring_length = len(_ring_order(LOW, HIGH))
     for team in range(player_n // team_size):
         seats = np.flatnonzero(ent.team[:player_n] == team)
         rows, cols = ent.row[seats], ent.col[seats]
         # consecutive seats stand on touching tiles (the ring goes round corners)
         steps = np.maximum(np.abs(np.diff(rows)), np.abs(np.diff(cols)))
         assert steps.tolist() == [1] * (team_size - 1), (team, rows.tolist(), cols.tolist())
-    leaders = np.flatnonzero(np.arange(player_n) % team_size == 0)
-    ring = _ring_order(LOW, HIGH)
-    starts = sorted(ring[cell] for cell in _cells(state, leaders))
-    gaps = np.diff(starts + [starts[0] + ring_length])
-    assert gaps.max() - gaps.min() <= 1  # teams spread evenly around the ring
+    assert _chebyshev_gaps(_cells(state, range(player_n)), ent.team[:player_n]) >= 1  # teams do not touch
 
 
 # ---------------------------------------------------------------------------------- respawning
@@ -123,10 +148,13 @@ def test_respawn_fills_free_slots_with_new_increasing_ids():
     assert _kill(state, [2, 5, 6]).tolist() == [2, 5, 6]
     state.tick = 30
     rng = np.random.default_rng(0)
-    assert spawn.respawn_players(state, conf, rng).tolist() == [2, 5]  # at most 2 per tick
-    assert ent.id.tolist() == [1, 2, 9, 4, 5, 10, 7, 8] and not ent.alive[6]
-    assert spawn.respawn_players(state, conf, rng).tolist() == [6]
-    assert ent.id[6] == 11 and state.next_player_id == 12
+    first = spawn.respawn_players(state, conf, rng).tolist()
+    assert len(first) == 2 and set(first) < {2, 5, 6}  # at most 2 per tick, among the free slots
+    assert sorted(ent.id[first].tolist()) == [9, 10]
+    (last,) = {2, 5, 6} - set(first)
+    assert not ent.alive[last]
+    assert spawn.respawn_players(state, conf, rng).tolist() == [last]
+    assert ent.id[last] == 11 and state.next_player_id == 12
     assert ent.alive.all()
     assert ent.team.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]  # slots keep their team
     for slot in (2, 5, 6):
@@ -140,6 +168,16 @@ def test_respawn_fills_free_slots_with_new_increasing_ids():
     assert all(cell in ring for cell in cells) and len(set(cells)) == 8
     check_occupancy(state)
     assert spawn.respawn_players(state, conf, rng).size == 0  # nobody missing
+
+
+def test_respawn_draws_which_free_slots_fill_first():
+    """Not lowest-first: the slot an agent gets says nothing about who controls it."""
+    filled = set()
+    for seed in range(12):
+        conf, state = _player_world(8, PLAYER_SPAWN_ATTEMPTS=1)
+        _kill(state, [1, 4, 6])
+        filled |= set(spawn.respawn_players(state, conf, np.random.default_rng(seed)).tolist())
+    assert filled == {1, 4, 6}
 
 
 def test_respawn_never_reuses_ids_over_many_deaths():

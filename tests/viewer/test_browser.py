@@ -81,7 +81,8 @@ def decode_png(data: bytes) -> np.ndarray:
     return out.reshape(height, width, channels)[:, :, :3].astype(np.uint8)
 
 
-POLICIES = ("my_agent.py:Agent", "scripted:Forage")  # named in the replay: team t plays POLICIES[t % 2]
+POLICIES = ("my_agent.py:Agent", "scripted:Forage")  # named in the replay, with the deal below
+TEAM_POLICY = [(team // 3) % 2 for team in range(32)]  # team t plays POLICIES[TEAM_POLICY[t]] (not t % 2)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def server(tmp_path_factory):
     env.overlays.register("gradient", gradient)
     for _ in range(30):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
-    env.save_replay(directory / "browser.replay", policies=list(POLICIES))
+    env.save_replay(directory / "browser.replay", policies=list(POLICIES), team_policy=TEAM_POLICY)
     with running(lambda port: create_app(replay_dir=directory, port=port)) as port:
         yield f"http://127.0.0.1:{port}"
 
@@ -154,7 +155,10 @@ def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
         "s.dispatchEvent(new Event('input', {bubbles: true})); s.dispatchEvent(new Event('change', {bubbles: true}));")
     wait_for(browser, "return window.viewer.tick === 12")
 
-    agent = browser.execute_script("return window.viewer.entityIds().find(id => id > 0)")
+    # an agent whose team the deal gives to another policy than team % 2 would
+    telling = [t for t, p in enumerate(TEAM_POLICY) if p != t % 2]
+    agent = browser.execute_script(f"return window.viewer.entityIds().find(id => id > 0 && "
+                                   f"{telling}.includes(window.viewer.entity(id).team))")
     position = browser.execute_script(f"return window.viewer.screenPosition({agent})")
     canvas = browser.find_element(By.ID, "canvas")
     rect = browser.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.width, "
@@ -167,6 +171,7 @@ def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
     # the replay names its policies: the panel lists them and the inspector says whose agent this is
     team = browser.execute_script(f"return window.viewer.entity({agent}).team")
     inspector = browser.find_element(By.ID, "inspector").text
-    assert POLICIES[team % 2] in inspector and POLICIES[(team + 1) % 2] not in inspector
+    mine = TEAM_POLICY[team]
+    assert POLICIES[mine] in inspector and POLICIES[1 - mine] not in inspector
     assert browser.find_element(By.ID, "policies").text.split("\n") == list(POLICIES)
     assert browser.execute_script("return document.getElementById('picker-live').hidden")  # no live run here

@@ -65,16 +65,24 @@ export function teamSRGB(team) {
 }
 
 /**
- * What a player's colour stands for: its policy when the header names several (tournament replays
- * deal team t to policies[t % count]), else its team.
+ * The policy index of a team: `roster` is {names, teamPolicy} from the header (tournament replays
+ * list the policy index of every team, dealt at random; older ones dealt team t to t % count).
  */
-export function colorKey(team, policies) {
-  return policies && policies.length > 1 && team >= 0 ? team % policies.length : team;
+export function policyIndex(team, roster) {
+  if (!roster || !roster.names.length || team < 0) return -1;
+  const dealt = roster.teamPolicy;
+  return dealt && team < dealt.length ? dealt[team] : team % roster.names.length;
+}
+
+/** What a player's colour stands for: its policy when the header names several, else its team. */
+export function colorKey(team, roster) {
+  return roster && roster.names.length > 1 && team >= 0 ? policyIndex(team, roster) : team;
 }
 
 /** The policy name of a team, or null when the header names none. */
-export function policyOf(team, policies) {
-  return policies && policies.length && team >= 0 ? policies[team % policies.length] : null;
+export function policyOf(team, roster) {
+  const index = policyIndex(team, roster);
+  return index >= 0 ? roster.names[index] ?? null : null;
 }
 
 // Team colours: hues spread by the golden ratio so neighbouring team ids differ strongly.

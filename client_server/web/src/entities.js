@@ -36,7 +36,7 @@ export class EntityRenderer {
       bar: new THREE.MeshBasicMaterial({ color: 0xffffff, side: THREE.DoubleSide, depthTest: true }),
     };
     this.geometries = { player, npc, bar };
-    this.policies = null; // the header's policy names: players are coloured by policy when there are several
+    this.policies = null; // the header's roster {names, teamPolicy}: players are coloured by policy when there are several
     this.players = null;
     this.npcs = null;
     this.bars = null;

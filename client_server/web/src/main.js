@@ -179,8 +179,10 @@ class Viewer {
     }
     this.terrain.setMap(h, material);
     const policies = Array.isArray(h.config?.policies) ? h.config.policies.map(String) : null;
-    this.entities.policies = policies;
-    this.inspector.policies = policies;
+    const dealt = Array.isArray(h.config?.team_policy) ? h.config.team_policy.map(Number) : null;
+    const roster = policies ? { names: policies, teamPolicy: dealt } : null;
+    this.entities.policies = roster;
+    this.inspector.policies = roster;
     this.policyList.show(policies);
     this.store.reset(h.fields);
     this.effects.reset();

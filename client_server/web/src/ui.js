@@ -118,7 +118,7 @@ export class Inspector {
     this.follow = $('follow');
     this.cells = new Map();
     this.id = null;
-    this.policies = null; // the header's policy names (null: unknown)
+    this.policies = null; // the header's roster {names, teamPolicy} (null: unknown)
   }
 
   cell(label) {
