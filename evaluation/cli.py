@@ -266,6 +266,68 @@ def print_tournament(console: Console, results: dict[str, Any]) -> None:
             console.print(f"[yellow]{escape(labels[policy])}[/]: {escape(message)}", highlight=False)
 
 
+def table1_tables(results: dict[str, Any]) -> list[Table]:
+    """Table 1 beside the paper, the orderings check, the sensitivity runs and the material fractions
+    (each metric's mean, and below it its 95 % interval over maps: the tables read at 100 columns)."""
+    from evaluation.table1 import PAPER
+
+    def interval(value: dict[str, float]) -> str:
+        return f"{value['low']:.1f}-{value['high']:.1f}"
+
+    settings = results["settings"]
+    main = Table(title=escape(f"Table 1: each bot alone on {settings['config']}, {settings['maps']} held-out maps"),
+                 caption="mean over every lifetime; 95 %: interval over maps (bootstrap); paper: its Table 1")
+    main.add_column("bot")
+    for name in METRICS:
+        main.add_column(LABELS[name], justify="right")
+    for bot, metrics in results["main"].items():
+        main.add_row(escape(bot.split(":")[-1]), *(f"{metrics[m]['mean']:.2f}" for m in METRICS))
+        main.add_row("  95 %", *(interval(metrics[m]) for m in METRICS), style="dim")
+        paper = PAPER.get(bot, {})
+        if paper:
+            main.add_row("  paper", *(f"{paper[m]:.2f}" if m in paper else "" for m in METRICS), style="dim")
+    checks = Table(title="The paper's orderings on our means")
+    for name in ("metric", "relation", "values", "holds"):
+        checks.add_column(name)
+    for row in results["orderings"]:
+        checks.add_row(row["metric"], row["relation"], ", ".join(f"{v:.2f}" for v in row["values"]),
+                       "yes" if row["holds"] else "NO")
+    shown = ("lifetime", "achievement", "explore", "forage")
+    sensitivity = Table(title="Sensitivity (mean; 95 % interval over maps below)")
+    for name in ("run", "bot", "forest", *(LABELS[m] for m in shown)):
+        sensitivity.add_column(name, justify="left" if name in ("run", "bot") else "right")
+    for run in results["runs"].values():
+        if run["kind"] == "main":
+            continue
+        label = f"cap {run['value']}" if run["kind"] == "cap" else f"grass thr {run['value']:.3f}"
+        forest = f"{run['forest_fraction']:.3f}" if "forest_fraction" in run else ""
+        sensitivity.add_row(label, escape(run["bot"].split(":")[-1]), forest,
+                            *(f"{run['metrics'][m]['mean']:.2f}" for m in shown))
+        sensitivity.add_row("", "", "", *(interval(run["metrics"][m]) for m in shown), style="dim")
+    materials = Table(title="Material fractions of the playable square (the maps played)")
+    materials.add_column("generator")
+    names = list(next(iter(results["materials"].values())))
+    for name in names:
+        materials.add_column(name, justify="right")
+    for generator, fractions in results["materials"].items():
+        materials.add_row(generator, *(f"{fractions.get(n, 0.0):.3f}" for n in names))
+    return [main, checks, sensitivity, materials]
+
+
+def _cmd_table1(args: argparse.Namespace) -> int:
+    from evaluation.table1 import run_table1
+
+    results = run_table1(args.config, bots=args.bots, maps=args.maps, seed=args.seed, caps=args.caps,
+                         forest=args.forest, sensitivity_bots=args.sensitivity_bots, workers=args.workers,
+                         out=args.out, resume=args.resume, reference_python=args.reference_python,
+                         progress=not args.quiet, time_budget=args.time_budget, **ray_options(args))
+    console = wide_console()
+    for table in table1_tables(results):
+        console.print(table)
+    console.print(f"results: {args.out / 'table1.json'}, {args.out / 'table1.png'}", highlight=False, markup=False)
+    return 0
+
+
 @contextlib.contextmanager
 def _nothing() -> Iterator[None]:
     yield
@@ -308,3 +370,33 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     tour.add_argument("--record", type=Path, default=None, metavar="DIR",
                       help="also save every episode as a replay in DIR (watch with nmmo serve --replay-dir DIR)")
     tour.set_defaults(func=_cmd_tournament)
+
+    from evaluation.table1 import BOTS, CAPS, FOREST_THRESHOLDS
+
+    experiment = experiment_parsers(subparsers)
+    table1 = experiment.add_parser("table1", parents=[common], help="the paper's Table 1 with its sensitivity to "
+                                   "population cap and forest abundance (self-contained scripted bots)")
+    table1.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
+    table1.add_argument("--bots", nargs="+", default=list(BOTS), help="the bots of the main table")
+    table1.add_argument("--maps", type=int, default=8, help="held-out maps (one episode each) per run")
+    table1.add_argument("--caps", nargs="*", type=int, default=list(CAPS), help="population caps to try")
+    table1.add_argument("--forest", nargs="*", type=float, default=list(FOREST_THRESHOLDS),
+                        help="MAP_GRASS_THRESHOLD values to try: lower means more forest (0.70, the default, "
+                             "about 12 %%; 0.672 16 %%; 0.645 20 %%; 0.60 27 %%)")
+    table1.add_argument("--sensitivity-bots", nargs="*", default=["scripted:Forage"],
+                        help="the bots of the sensitivity runs")
+    table1.add_argument("--reference-python", default=None, metavar="PYTHON",
+                        help="nmmo 2.1.1's interpreter (../shared/reference/setup-nmmo2.sh): its map fractions too")
+    table1.add_argument("--out", type=Path, default=Path("out/table1"), help="table1.json and table1.png go here")
+    table1.add_argument("--resume", action="store_true", help="skip the runs already in OUT/table1.json")
+    table1.set_defaults(func=_cmd_table1)
+
+
+def experiment_parsers(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """The `nmmo experiment` group's sub-commands (made once; each package adds its experiments)."""
+    for action in subparsers._get_subactions():
+        if action.dest == "experiment":
+            return subparsers.choices["experiment"]._experiments  # type: ignore[attr-defined]
+    parser = subparsers.add_parser("experiment", help="the paper's experiments as commands")
+    parser._experiments = parser.add_subparsers(dest="experiment_command", required=True)  # type: ignore[attr-defined]
+    return parser._experiments  # type: ignore[attr-defined]

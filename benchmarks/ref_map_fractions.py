@@ -1,0 +1,48 @@
+"""Material fractions of nmmo 2.1.1's map generator (run with the reference interpreter).
+
+Usage (from a directory outside any checkout, so `import nmmo` finds the reference):
+    cd /tmp && /tmp/nmmo_ref/bin/python /path/to/benchmarks/ref_map_fractions.py --maps 8 --center 128
+
+Generates the first N maps of an N-map pool with the reference's own generator (Medium preset,
+its default terrain settings, MAP_N = N so each map gets its own interpolation factor) and prints
+one JSON line: the mean fraction of the playable square per material, the reference's 16
+materials folded into ours (water + ocean + fish: water; foilage: forest; void: lava; ore,
+tree, crystal, herb, slag, stump, fragment, weeds: 'resource tiles', which our game does not have).
+`evaluation/table1.py` calls it for `nmmo experiment table1 --reference-python`.
+"""
+
+import argparse
+import json
+import tempfile
+
+import numpy as np
+from nmmo.core.config import Medium, Terrain
+from nmmo.core.terrain import MapGenerator
+
+FOLD = {0: "lava", 1: "water", 14: "water", 15: "water", 2: "grass", 3: "scrub", 4: "forest", 5: "stone"}
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--maps", type=int, default=8)
+parser.add_argument("--center", type=int, default=128)
+args = parser.parse_args()
+
+
+class Conf(Medium, Terrain):
+    pass
+
+
+config = Conf()
+config.set("MAP_CENTER", args.center)
+config.set("MAP_N", args.maps)
+config.set("PATH_MAPS", tempfile.mkdtemp(prefix="nmmo_ref_maps_"))
+generator = MapGenerator(config)
+totals = {}
+for idx in range(args.maps):
+    _, tiles = generator.generate_map(idx)
+    border = config.MAP_BORDER
+    inner = np.asarray(tiles)[border:border + args.center, border:border + args.center].astype(int)
+    counts = np.bincount(inner.ravel(), minlength=16)
+    for index, count in enumerate(counts.tolist()):
+        name = FOLD.get(index, "resource tiles")
+        totals[name] = totals.get(name, 0.0) + count / inner.size / args.maps
+print(json.dumps(totals))
