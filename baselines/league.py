@@ -29,8 +29,8 @@ import trueskill
 
 from evaluation.rating import ANCHOR, BETA, skill_rating
 from nmmo.config import Config
+from nmmo.files import atomic_write_bytes
 from nmmo.policy import load_policy_class
-from nmmo.world import atomic_write_bytes
 
 LEARNER = "learner"
 SAMPLING = ("uniform", "latest", "rating")

@@ -30,8 +30,8 @@ from baselines import checkpoint
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
 from nmmo import config as config_module
+from nmmo.files import atomic_write_bytes
 from nmmo.vector import METRIC_NAMES, VectorEnv
-from nmmo.world import atomic_write_bytes
 
 
 @dataclass

@@ -28,17 +28,16 @@ from fastapi.staticfiles import StaticFiles
 
 from client_server.guard import AllowedPeers, HostOriginGuard
 from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
-from nmmo.enums import Material
-from nmmo.overlays import value_heatmap
+from nmmo.overlays import BUILTIN as BUILTIN_OVERLAYS
+from nmmo.overlays import add_visits, builtin_heatmap
 from nmmo.replay import ReplayError, capture, load_replay
-from nmmo.world import water_adjacent
 
 WEB_DIST = Path(__file__).resolve().parent / "web" / "dist"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.replay$")
 SPEED_RANGE = (0.5, 60.0)
 #: Built-in overlays change every tick; viewers get them again at most this often (seconds).
 BUILTIN_REFRESH_S = 1.0
-REPLAY_OVERLAYS = ("visits", "food", "water", "danger", "skills")
+REPLAY_OVERLAYS = BUILTIN_OVERLAYS
 
 
 class CommandError(ValueError):
@@ -96,27 +95,17 @@ def replay_path(directory: Path, name: str) -> Path:
 
 
 def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None) -> tuple[np.ndarray, float, float] | None:
-    """A replay's overlay at `tick`: recorded user overlays, or a built-in computed from frames."""
+    """A replay's overlay at `tick`: recorded user overlays, or a built-in computed from its frame
+    by `nmmo.overlays.builtin_heatmap`, as the live env computes it."""
     from nmmo.replay import quantize
 
     if name in replay.overlay_names:
         return replay.overlay_at(name, tick)
-    size, frame = replay.size, replay.frame(tick)
-    if name == "visits":
-        heat = visits if visits is not None else np.zeros((size, size), dtype=np.float32)
-    elif name == "food":
-        heat = (replay.material_at(tick) == Material.FOREST).astype(np.float32)
-    elif name == "water":
-        heat = water_adjacent(replay.material).astype(np.float32)
-    elif name == "danger":
-        npcs = frame["alive"].astype(bool) & (frame["kind"] > 0)
-        heat = value_heatmap(size, frame["row"][npcs], frame["col"][npcs], frame["level"][npcs])
-    elif name == "skills":
-        players = frame["alive"].astype(bool) & (frame["kind"] == 0)
-        levels = np.stack([frame[k][players] for k in ("melee", "range", "mage", "defense")], axis=1)
-        heat = value_heatmap(size, frame["row"][players], frame["col"][players], levels.mean(axis=1))
-    else:
+    if name not in BUILTIN_OVERLAYS:
         return None
+    header = replay.header
+    heat = builtin_heatmap(name, replay.frame(tick), replay.material_at(tick), int(header["border"]),
+                           int(header["center"]), visits)
     return quantize(heat)
 
 
@@ -137,11 +126,8 @@ class ReplayViewer:
         if tick < self.visits_upto:
             self.visits[:] = 0
             self.visits_upto = -1
-        size = self.replay.size
         for t in range(self.visits_upto + 1, tick + 1):
-            frame = self.replay.frame(t)
-            players = frame["alive"].astype(bool) & (frame["kind"] == 0)
-            self.visits.ravel()[frame["row"][players].astype(np.int64) * size + frame["col"][players]] += 1
+            add_visits(self.visits, self.replay.frame(t))
         self.visits_upto = tick
 
     async def send_header(self) -> None:
@@ -226,11 +212,12 @@ class ReplayViewer:
 class LiveSession:
     """A shared simulation: an env driven by one policy, ticking in a thread at `speed` ticks/s."""
 
-    def __init__(self, config, policy_spec: str = "scripted:Combat", seed: int = 0, speed: float = 10.0) -> None:
+    def __init__(self, config, policy_spec: str = "scripted:Combat", seed: int = 0, speed: float = 10.0,
+                 record: bool = False) -> None:
         import nmmo
         from nmmo.policy import load_policy_class
 
-        self.env = nmmo.Env(config, seed=seed)
+        self.env = nmmo.Env(config, seed=seed, record=record)
         self.policy = load_policy_class(policy_spec)(self.env.config)
         if hasattr(self.policy, "reset"):
             self.policy.reset(seed)

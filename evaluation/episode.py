@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -32,17 +31,11 @@ BACKENDS = ("process", "ray")
 
 
 # ------------------------------------------------------------------ setup
-def config_from_toml(text: str, name: str = "custom") -> Config:
-    """Rebuild a config from `Config.to_toml()` text (how configs travel to worker processes and
-    into result files: a config class made from a TOML file cannot be pickled)."""
-    return config_module.from_spec(tomllib.loads(text), name=name, source=f"<{name} TOML>")
-
-
 def with_horizon(config: Config, ticks: int) -> Config:
     """A copy of `config` whose episodes last exactly `ticks` ticks (the caller's config is untouched)."""
     if not isinstance(ticks, int) or ticks < 1:
         raise ValueError(f"ticks must be a positive int, got {ticks!r}")
-    copy = config_from_toml(config.to_toml(), config.name)
+    copy = config_module.from_toml(config.to_toml(), config.name)
     copy.description = config.description
     return copy.set("HORIZON", ticks)
 
@@ -128,7 +121,7 @@ def _live(env: nmmo.Env, team_policy: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def run_episode(task: EpisodeTask) -> EpisodeResult:
     """Play one episode to its horizon (or until nobody is left) and return its lifetimes."""
     start = time.perf_counter()
-    config = config_from_toml(task.config_text, task.config_name)
+    config = config_module.from_toml(task.config_text, task.config_name)
     n = len(task.policies)
     env = nmmo.Env(config, seed=task.seed, record=task.replay_path is not None)
     handles = [make_handle(spec, config, task.time_budget, task.startup_timeout, task.max_restarts)

@@ -13,17 +13,7 @@ from typing import Any
 
 import numpy as np
 
-#: The engine's metric keys, in table order (achievement second: it is the competition metric).
-METRICS: tuple[str, ...] = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
-#: Display names (the paper's Table 1 headings).
-LABELS: dict[str, str] = {
-    "lifetime": "Lifetime",
-    "achievement": "Achievement",
-    "player_kills": "Player Kills",
-    "equipment": "Equipment",
-    "explore": "Explore",
-    "forage": "Forage",
-}
+from nmmo.metrics import LABELS, METRICS  # noqa: F401 - re-exported: evaluation's tables use them
 
 
 def check_metric(name: str) -> str:

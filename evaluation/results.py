@@ -25,7 +25,7 @@ from evaluation.metrics import METRICS
 from evaluation.submission import FAULT_KINDS
 from evaluation.tournament import FORMAT, FORMAT_VERSION
 from nmmo.config import Config
-from nmmo.world import atomic_write_bytes
+from nmmo.files import atomic_write_bytes
 
 RESULTS_FILE = "results.json"
 _COMMON = {"format": str, "version": int, "mode": str, "created": str, "config": dict, "settings": dict,
@@ -117,9 +117,9 @@ def load_results(path: str | Path) -> dict[str, Any]:
 
 def results_config(results: Mapping[str, Any]) -> Config:
     """The exact config a result was produced with (rebuilt from its TOML)."""
-    from evaluation.episode import config_from_toml
+    from nmmo.config import from_toml
 
-    return config_from_toml(results["config"]["toml"], results["config"]["name"])
+    return from_toml(results["config"]["toml"], results["config"]["name"])
 
 
 def _require(condition: bool, message: str) -> None:

@@ -448,9 +448,9 @@ def _worker_main(conn: Connection, spec: str, config_text: str, config_name: str
 
     Replies are validated here too, so what crosses the pipe is plain ints and dicts."""
     try:
-        from evaluation.episode import config_from_toml
+        from nmmo.config import from_toml
 
-        config = config_from_toml(config_text, config_name)
+        config = from_toml(config_text, config_name)
         policy = load_policy_class(spec)(config)
         if callable(getattr(policy, "reset", None)):
             policy.reset(seed)

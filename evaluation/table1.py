@@ -32,7 +32,7 @@ from evaluation.metrics import METRICS
 from evaluation.tournament import evaluate, versions
 from nmmo import config as config_module
 from nmmo import world
-from nmmo.world import atomic_write_bytes
+from nmmo.files import atomic_write_bytes
 
 BOTS = ("scripted:Forage", "scripted:Combat", "scripted:Meander")
 CAPS = (8, 32, 128, 256)

@@ -638,6 +638,17 @@ def load(name_or_path: str | os.PathLike[str]) -> Config:
     return from_spec(spec, name=path.stem, source=str(path))
 
 
+def from_toml(text: str, name: str = "custom") -> Config:
+    """A config from TOML text (`Config.to_toml()` output or a task file's content): how configs
+    travel to worker processes and into result files and checkpoints, since a config class built
+    from a TOML file cannot be pickled."""
+    try:
+        spec = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"<{name} TOML> is not valid TOML: {err}") from None
+    return from_spec(spec, name=name, source=f"<{name} TOML>")
+
+
 def from_spec(spec: dict[str, Any], name: str = "custom", source: str = "<dict>") -> Config:
     """Build a config from a parsed task spec (the TOML file's content as a dict)."""
     allowed = {"description", "preset", "systems", "keys"}

@@ -20,7 +20,8 @@ import numpy as np
 
 from nmmo import config as config_module
 from nmmo.config import Config
-from nmmo.vector import OBS_FIELDS, STEP_FIELDS, _allocate, _Block, _stack_episodes, _toml
+from nmmo.obs import OBS_FIELDS
+from nmmo.vector import STEP_FIELDS, EnvBlock, allocate_buffers, stack_episodes
 
 MAX_REPLACEMENTS = 3  # per call: an actor that dies this often in a row points at a bug, not bad luck
 
@@ -62,7 +63,7 @@ def check_capacity(ray: Any, workers: int) -> None:
 
 
 class _Memory:
-    """Lets `_allocate` lay its views over a plain byte array (as it does over shared memory)."""
+    """Lets `allocate_buffers` lay its views over a plain byte array (as it does over shared memory)."""
 
     def __init__(self, raw: np.ndarray) -> None:
         self.buf = memoryview(raw)
@@ -70,21 +71,21 @@ class _Memory:
 
 def _contiguous(config: Config, rows: int) -> np.ndarray:
     """One byte array for all of a block's outputs: a single object per step through Ray's store."""
-    return np.zeros(_allocate(config, 1)["_bytes"] * rows + 4096, dtype=np.uint8)
+    return np.zeros(allocate_buffers(config, 1)["_bytes"] * rows + 4096, dtype=np.uint8)
 
 
 class BlockActor:
     """A block of envs in a Ray actor (wrapped with `ray.remote` by `RayBlocks`)."""
 
     def __init__(self, config_toml: str, config_name: str, seeds: list[int], env: str | None = None) -> None:
-        config = config_module.from_spec(_toml(config_toml), name=config_name)
+        config = config_module.from_toml(config_toml, config_name)
         self.raw = _contiguous(config, len(seeds) * config.PLAYER_N)
-        self.buffers = _allocate(config, len(seeds) * config.PLAYER_N, _Memory(self.raw))
-        self.block = _Block(config, seeds, self.buffers, 0, env)
+        self.buffers = allocate_buffers(config, len(seeds) * config.PLAYER_N, _Memory(self.raw))
+        self.block = EnvBlock(config, seeds, self.buffers, 0, env)
 
     def reset(self) -> tuple[dict[str, np.ndarray], np.ndarray, list[int], list[bool]]:
         self.block.reset()
-        return self.raw, _stack_episodes([]), self.block.episode_seeds(), [True] * len(self.block.envs)
+        return self.raw, stack_episodes([]), self.block.episode_seeds(), [True] * len(self.block.envs)
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, list[int], list[bool]]:
         episodes = self.block.step(actions)
@@ -152,7 +153,7 @@ class RayBlocks:
         episodes = []
         for i, (raw, finished, seeds, resets) in enumerate(results):
             rows = self._rows(i)
-            arrays = _allocate(self.config, len(self.parts[i]) * self.slots, _Memory(raw))
+            arrays = allocate_buffers(self.config, len(self.parts[i]) * self.slots, _Memory(raw))
             for name in (*OBS_FIELDS, *STEP_FIELDS):
                 self.buffers[name][rows] = arrays[name]
             episodes.append(finished)
@@ -161,7 +162,7 @@ class RayBlocks:
                     self.episode_seeds[i][j], self.logs[i][j] = seeds[j], []
                 else:
                     self.logs[i][j].append(actions[k * self.slots : (k + 1) * self.slots].astype(np.int16))
-        return _stack_episodes(episodes)
+        return stack_episodes(episodes)
 
     def reset(self) -> None:
         self._absorb(self._call("reset", None), None)

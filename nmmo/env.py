@@ -42,10 +42,11 @@ from pettingzoo import ParallelEnv
 
 from nmmo import config as config_module
 from nmmo.config import Config
-from nmmo.enums import Direction, EntityAttr, TileAttr
+from nmmo.enums import Direction
 from nmmo.metrics import REWARD_SCALE as ACHIEVEMENT_REWARD_SCALE
 from nmmo.metrics import achievement_points, achievement_values, lifetime_metrics
 from nmmo.obs import ObservationBuilder, Observations, as_index
+from nmmo.obs import layout as obs_layout
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
 from nmmo.replay import Recorder
@@ -112,7 +113,7 @@ class Env(ParallelEnv):
         self._obs: Observations | None = None
         self._id_to_slot: dict[int, int] = {}
         self._map_cache: dict[int, Any] = {}
-        self.overlays = Overlays(lambda: self.realm.state)
+        self.overlays = Overlays(lambda: self.realm.state, self.config.MAP_BORDER, self.config.MAP_CENTER)
         self._recorder: Recorder | None = Recorder() if record else None
         self._custom_reward = reward_fn is not None or type(self).reward is not Env.reward
         self._custom_log = log_fn is not None or type(self).log is not Env.log
@@ -127,13 +128,14 @@ class Env(ParallelEnv):
     @functools.cache  # noqa: B019 - one env, a handful of spaces: caching by self is the point
     def _observation_space(self) -> gymnasium.spaces.Dict:
         spaces = gymnasium.spaces
-        window = (2 * self.config.PLAYER_VISION_RADIUS + 1) ** 2
+        shapes = obs_layout(self.config)
         high_tile = max(self.config.MAP_SIZE, 8)
-        i32 = np.iinfo(np.int32)
+        (tile_shape, tile_dtype), (entity_shape, entity_dtype) = shapes["tile"], shapes["entity"]
+        entity_range = np.iinfo(entity_dtype)
         return spaces.Dict(
             {
-                "Tile": spaces.Box(0, high_tile, (window, len(TileAttr)), dtype=np.int16),
-                "Entity": spaces.Box(i32.min, i32.max, (self.n_obs, len(EntityAttr)), dtype=np.int32),
+                "Tile": spaces.Box(0, high_tile, tile_shape, dtype=tile_dtype),
+                "Entity": spaces.Box(entity_range.min, entity_range.max, entity_shape, dtype=entity_dtype),
                 "ActionTargets": spaces.Dict(
                     {
                         MOVE: spaces.Dict({DIRECTION: spaces.MultiBinary(5)}),

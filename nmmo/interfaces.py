@@ -46,12 +46,13 @@ from pettingzoo import ParallelEnv
 from nmmo.config import Config
 from nmmo.enums import EntityAttr, TileAttr
 from nmmo.env import team_spirit
-from nmmo.systems.movement import DELTAS
+from nmmo.metrics import METRICS
+from nmmo.rules import DELTAS
 
 MASK_KEY = "action_mask"  # PettingZoo's convention: its API test samples actions with this mask
 TARGETS_KEY = "ActionTargets"
 #: Names of the per-lifetime metrics `RewardShaping` can weight (they arrive in infos["episode"]).
-EPISODE_METRICS = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
+EPISODE_METRICS = METRICS
 #: Names of the own-row Entity columns `RewardShaping` can weight (their change per step).
 STEP_METRICS = tuple(attr.name.lower() for attr in EntityAttr)
 #: Per-step values the env reports in infos that `RewardShaping` can weight (the achievement

@@ -7,6 +7,19 @@ import numpy as np
 from nmmo.enums import Skill
 from nmmo.state import Entities, State
 
+#: The per-lifetime metrics, in table order (achievement second: it is the competition's metric).
+#: Every client (evaluation tables, the vector env's episode rows, reward shaping) uses this order.
+METRICS: tuple[str, ...] = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
+#: Display names (the paper's Table 1 headings).
+LABELS: dict[str, str] = {
+    "lifetime": "Lifetime",
+    "achievement": "Achievement",
+    "player_kills": "Player Kills",
+    "equipment": "Equipment",
+    "explore": "Explore",
+    "forage": "Forage",
+}
+
 #: Thresholds (easy, normal, hard) per achievement category, and the points of each tier.
 ACHIEVEMENT_TIERS: dict[str, tuple[int, int, int]] = {
     "player_kills": (1, 3, 6),

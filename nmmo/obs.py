@@ -16,15 +16,33 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nmmo.config import Config
-from nmmo.enums import EntityAttr, Material, Skill, TileAttr
+from nmmo.enums import Direction, EntityAttr, Material, Skill, Style, TileAttr
+from nmmo.rules import DELTAS, enterable, freeze_left, is_frozen, may_attack
 from nmmo.state import State
 from nmmo.systems.combat import reaches
-from nmmo.systems.movement import DELTAS
 from nmmo.systems.npc import window_offsets
-from nmmo.world import WALKABLE
 
 N_ENTITY_ATTRS = len(EntityAttr)
 N_TILE_ATTRS = len(TileAttr)
+N_DIRECTIONS, N_STYLES = len(Direction), len(Style)
+
+
+#: The observation arrays of the batched API, in order (`layout` gives their shapes and dtypes).
+OBS_FIELDS = ("tile", "entity", "move_mask", "style_mask", "target_mask")
+
+
+def layout(config: Config) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Per-agent shape and dtype of each observation array (`OBS_FIELDS` order): the buffers of
+    the batched API, of `nmmo.vector` and of the env's observation space."""
+    window = (2 * config.PLAYER_VISION_RADIUS + 1) ** 2
+    n_obs = config.PLAYER_N_OBS
+    return {
+        "tile": ((window, N_TILE_ATTRS), np.dtype(np.int16)),
+        "entity": ((n_obs, N_ENTITY_ATTRS), np.dtype(np.int32)),
+        "move_mask": ((N_DIRECTIONS,), np.dtype(np.int8)),
+        "style_mask": ((N_STYLES,), np.dtype(np.int8)),
+        "target_mask": ((n_obs + 1,), np.dtype(np.int8)),
+    }
 
 
 @dataclass
@@ -64,9 +82,7 @@ class ObservationBuilder:
         self.max_reach = int(self.reach.max())
         self._pool: list[Observations] = []
         self._free_refcounts: tuple[int, ...] | None = None
-        self.enterable = WALKABLE.copy()
-        if not config.IMMORTAL:
-            self.enterable[Material.LAVA] = True
+        self.enterable = enterable(config)
         self._windows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _window(self, grid: np.ndarray) -> np.ndarray:
@@ -112,15 +128,9 @@ class ObservationBuilder:
         buffer.written.clear()
 
     def allocate(self) -> Observations:
-        n, w2 = self.n_slots, len(self.tile_dr)
-        return Observations(
-            tile=np.zeros((n, w2, N_TILE_ATTRS), dtype=np.int16),
-            entity=np.zeros((n, self.n_obs, N_ENTITY_ATTRS), dtype=np.int32),
-            move_mask=np.zeros((n, 5), dtype=np.int8),
-            style_mask=np.zeros((n, 3), dtype=np.int8),
-            target_mask=np.zeros((n, self.n_obs + 1), dtype=np.int8),
-            entity_rows=np.full((n, self.n_obs), -1, dtype=np.int32),
-        )
+        n = self.n_slots
+        arrays = {name: np.zeros((n, *shape), dtype) for name, (shape, dtype) in layout(self.config).items()}
+        return Observations(**arrays, entity_rows=np.full((n, self.n_obs), -1, dtype=np.int32))
 
     def entity_features(self, state: State) -> np.ndarray:
         """One feature row per entity-table row (IS_SELF left 0), in `EntityAttr` column order."""
@@ -135,7 +145,7 @@ class ObservationBuilder:
         feats[:, EntityAttr.HEALTH] = ent.health
         feats[:, EntityAttr.FOOD] = ent.food
         feats[:, EntityAttr.WATER] = ent.water
-        feats[:, EntityAttr.FREEZE] = np.maximum(ent.freeze_end - state.tick + 1, 0)
+        feats[:, EntityAttr.FREEZE] = freeze_left(ent.freeze_end, state.tick)
         feats[:, EntityAttr.COMBAT_LEVEL] = ent.combat_level()
         feats[:, EntityAttr.ARMOUR] = ent.equipment().astype(np.int32)
         feats[:, EntityAttr.ATTACKER_ID] = ent.attacker_id
@@ -187,9 +197,7 @@ class ObservationBuilder:
         out.target_mask[slots, self.n_obs] = 1
         if self.combat:
             dist = self.sorted_dist[pos]
-            valid = ~is_self & (dist <= self.max_reach)
-            if not self.config.COMBAT_FRIENDLY_FIRE:
-                valid &= ~((ent.team[seen] == ent.team[observer]) & (ent.team[observer] >= 0))
+            valid = ~is_self & (dist <= self.max_reach) & may_attack(self.config, ent.team[observer], ent.team[seen])
             out.target_mask[observer[valid], rank[valid]] = 1
             for style, reach in enumerate(self.reach):
                 out.style_mask[observer[valid & (dist <= reach)], style] = 1
@@ -200,7 +208,7 @@ class ObservationBuilder:
         material = tiles.material[nr, nc]
         free = (tiles.occupancy[nr, nc] < 0) | (material == Material.LAVA)
         movable = self.enterable[material] & free
-        movable &= (ent.freeze_end[slots] < state.tick)[:, None]
+        movable &= ~is_frozen(ent.freeze_end[slots], state.tick)[:, None]
         out.move_mask[slots, :4] = movable
         out.move_mask[slots, 4] = 1
 

@@ -9,7 +9,11 @@ overlays are computed from the state tables when asked for:
 - ``water``: 1 on tiles where an agent can drink;
 - ``danger``: the NPC danger of each tile (0 at the playable edge, ~1 at the centre) and, on top,
   the combat level of each live NPC on its tile;
-- ``skills``: the mean skill level of the player on each tile.
+- ``skills``: the mean of the six skill levels of the player on each tile.
+
+Built-ins are computed from a frame (`nmmo.replay.capture`: the viewer's columns of every entity
+slot) and the map, by `builtin_heatmap`: the live env and the viewer server's replays both call
+it, so a live run and its replay show the same picture, byte for byte.
 
 `value_heatmap` turns a policy's value estimates at agent positions into a heatmap (the mean
 estimate per tile); `ValueMap` accumulates them over an episode into a map of the value function
@@ -22,10 +26,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nmmo.enums import Material, Skill
+from nmmo.enums import Material
+from nmmo.replay import capture
+from nmmo.rules import danger_map
 from nmmo.state import State
+from nmmo.world import water_adjacent
 
 BUILTIN = ("visits", "food", "water", "danger", "skills")
+#: Frame columns of the six skills the ``skills`` overlay averages.
+SKILL_FIELDS = ("melee", "range", "mage", "defense", "hunting", "fishing")
 
 
 class OverlayError(ValueError):
@@ -72,11 +81,44 @@ def value_heatmap(size: int, rows: np.ndarray, cols: np.ndarray, values: np.ndar
     return tiles.heatmap(fill=0.0)
 
 
+def add_visits(counts: np.ndarray, frame: dict[str, np.ndarray]) -> None:
+    """Count one visit on the tile of every live player of `frame` (one entity per tile)."""
+    players = frame["alive"].astype(bool) & (frame["kind"] == 0)
+    size = counts.shape[0]
+    counts.ravel()[frame["row"][players].astype(np.int64) * size + frame["col"][players]] += 1.0
+
+
+def builtin_heatmap(name: str, frame: dict[str, np.ndarray], material: np.ndarray, border: int, center: int,
+                    visits: np.ndarray | None = None) -> np.ndarray:
+    """A built-in overlay (S x S float32) of one tick: `frame` holds its entities, `material` its
+    map, `visits` the visit counts so far (``visits`` overlay), `border` and `center` the map's
+    geometry (``danger``)."""
+    size = material.shape[0]
+    if name == "visits":
+        return np.zeros((size, size), dtype=np.float32) if visits is None else visits.astype(np.float32)
+    if name == "food":
+        return (material == Material.FOREST).astype(np.float32)
+    if name == "water":
+        return water_adjacent(material).astype(np.float32)
+    alive = frame["alive"].astype(bool)
+    if name == "danger":
+        out = danger_map(border, center, size)
+        npcs = alive & (frame["kind"] > 0)
+        out[frame["row"][npcs], frame["col"][npcs]] += frame["level"][npcs]
+        return out
+    if name == "skills":
+        players = alive & (frame["kind"] == 0)
+        levels = np.stack([frame[field][players] for field in SKILL_FIELDS], axis=1).astype(np.float64)
+        return value_heatmap(size, frame["row"][players], frame["col"][players], levels.mean(axis=1))
+    raise OverlayError(f"no built-in overlay named {name!r}; built-ins are {', '.join(BUILTIN)}")
+
+
 class Overlays:
     """The overlays of one env; built-ins read the env's state when asked."""
 
-    def __init__(self, state_fn: Callable[[], State | None]) -> None:
+    def __init__(self, state_fn: Callable[[], State | None], border: int, center: int) -> None:
         self._state_fn = state_fn
+        self._border, self._center = border, center
         self._user: dict[str, np.ndarray] = {}
         self._versions: dict[str, int] = {}
         self._visit_counts: np.ndarray | None = None
@@ -131,56 +173,20 @@ class Overlays:
             raise OverlayError("reset() the env first")
         if name not in BUILTIN:
             raise OverlayError(f"no overlay named {name!r}; have {self.names()}")
-        return getattr(self, f"_{name}")(state)
+        return builtin_heatmap(name, capture(state), state.tiles.material, self._border, self._center,
+                               self._visit_counts)
 
     # ------------------------------------------------------------- built-ins
     def track(self, state: State) -> None:
-        """Called by the env after every tick: accumulates the visit counts (cheap: one bincount)."""
-        ent = state.entities
+        """Called by the env after reset and every tick: counts this tick's visits (one bincount)."""
         size = state.tiles.size
         if self._visit_counts is None or self._visit_counts.shape[0] != size:
             self._visit_counts = np.zeros((size, size), dtype=np.float32)
-        players = np.flatnonzero(ent.alive[: ent.n_players])
-        flat = ent.row[players].astype(np.int64) * size + ent.col[players]
-        self._visit_counts.ravel()[flat] += 1.0  # one entity per tile: no repeated indices
+        ent = state.entities
+        add_visits(self._visit_counts, {"alive": ent.alive, "kind": ent.npc_type, "row": ent.row, "col": ent.col})
 
     def reset(self) -> None:
         """Forget the user overlays' values and the visit counts (a new episode)."""
         self._visit_counts = None
         self._user.clear()
         self._versions.clear()
-
-    def _visits(self, state: State) -> np.ndarray:
-        if self._visit_counts is None:
-            return np.zeros((state.tiles.size,) * 2, dtype=np.float32)
-        return self._visit_counts.copy()
-
-    @staticmethod
-    def _food(state: State) -> np.ndarray:
-        return (state.tiles.material == Material.FOREST).astype(np.float32)
-
-    @staticmethod
-    def _water(state: State) -> np.ndarray:
-        return state.tiles.water_adjacent.astype(np.float32)
-
-    @staticmethod
-    def _danger(state: State) -> np.ndarray:
-        size = state.tiles.size
-        border = int(np.argmax(state.tiles.base_material.any(axis=1)))  # first non-lava row
-        center = size - 2 * border
-        idx = np.arange(size)
-        edge = np.minimum(idx - border, border + center - 1 - idx)
-        danger = 2.0 * np.maximum(np.minimum(edge[:, None], edge[None, :]), 0) / max(center, 1)
-        ent = state.entities
-        npcs = ent.n_players + np.flatnonzero(ent.alive[ent.n_players :])
-        out = danger.astype(np.float32)
-        out[ent.row[npcs], ent.col[npcs]] += ent.combat_level(npcs)
-        return out
-
-    @staticmethod
-    def _skills(state: State) -> np.ndarray:
-        ent = state.entities
-        players = np.flatnonzero(ent.alive[: ent.n_players])
-        skills = [Skill.MELEE, Skill.RANGE, Skill.MAGE, Skill.DEFENSE, Skill.HUNTING, Skill.FISHING]
-        return value_heatmap(state.tiles.size, ent.row[players], ent.col[players],
-                             ent.level[players][:, skills].mean(axis=1))

@@ -30,7 +30,7 @@ def png_bytes(image: np.ndarray) -> bytes:
 
 def write_png(path: str | Path, image: np.ndarray) -> Path:
     """Write `image` to `path` atomically."""
-    from nmmo.world import atomic_write_bytes
+    from nmmo.files import atomic_write_bytes
 
     path = Path(path)
     atomic_write_bytes(path, png_bytes(image))

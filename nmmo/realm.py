@@ -14,6 +14,7 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import Skill
+from nmmo.rules import is_frozen
 from nmmo.state import Entities, State, Tiles
 from nmmo.systems import combat, movement, npc, resource, spawn
 from nmmo.world import Map
@@ -118,7 +119,7 @@ class EntityView:
     water = property(lambda self: int(self._ent.water[self._row]))
     team = property(lambda self: int(self._ent.team[self._row]))
     npc_type = property(lambda self: int(self._ent.npc_type[self._row]))
-    frozen = property(lambda self: bool(self._ent.freeze_end[self._row] >= self._state.tick))
+    frozen = property(lambda self: bool(is_frozen(self._ent.freeze_end[self._row], self._state.tick)))
     armour = property(lambda self: tuple(int(a) for a in self._ent.armour[self._row]))
     equipment = property(lambda self: float(self._ent.armour[self._row].mean()))
     combat_level = property(lambda self: int(self._ent.combat_level(self._row)))

@@ -28,7 +28,9 @@ from nmmo.enums import Skill
 from nmmo.state import State
 
 FORMAT = "flatmmo-replay"
-VERSION = 1
+VERSION = 2  # v2 adds the hunting and fishing levels (v1 files load with them at 0)
+#: Fields a replay of an older version lacks (loaded as zeros).
+ADDED_IN = {"hunting": 2, "fishing": 2}
 
 #: Per-entity fields of a frame, with their stored dtype (the viewer protocol's field names).
 FIELDS: dict[str, np.dtype] = {
@@ -48,6 +50,8 @@ FIELDS: dict[str, np.dtype] = {
     "range": np.dtype(np.int16),
     "mage": np.dtype(np.int16),
     "defense": np.dtype(np.int16),
+    "hunting": np.dtype(np.int16),
+    "fishing": np.dtype(np.int16),
     "damage": np.dtype(np.int16),
     "attack_style": np.dtype(np.int8),
     "attack_target": np.dtype(np.int32),
@@ -78,6 +82,8 @@ def capture(state: State) -> dict[str, np.ndarray]:
         "range": ent.level[:, Skill.RANGE].astype(np.int16),
         "mage": ent.level[:, Skill.MAGE].astype(np.int16),
         "defense": ent.level[:, Skill.DEFENSE].astype(np.int16),
+        "hunting": ent.level[:, Skill.HUNTING].astype(np.int16),
+        "fishing": ent.level[:, Skill.FISHING].astype(np.int16),
         "damage": ent.damage_taken.astype(np.int16),
         "attack_style": ent.attack_style.astype(np.int8),
         "attack_target": ent.attack_target_id.astype(np.int32),
@@ -137,7 +143,7 @@ class Recorder:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the replay atomically; returns the path."""
-        from nmmo.world import atomic_write_bytes
+        from nmmo.files import atomic_write_bytes
 
         if self.material is None:
             raise ReplayError("nothing recorded: call env.reset() with recording on first")
@@ -243,6 +249,8 @@ def load_replay(path: str | os.PathLike) -> Replay:
     fields = {}
     for name, dtype in FIELDS.items():
         delta = arrays.get(f"f_{name}")
+        if delta is None and header.get("version", 1) < ADDED_IN.get(name, 0):
+            delta = np.zeros((ticks + 1, slots), dtype=dtype)
         if delta is None or delta.shape != (ticks + 1, slots):
             raise ReplayError(f"replay {str(path)!r} is corrupt: field {name!r} is missing or has the wrong shape")
         fields[name] = np.cumsum(delta, axis=0, dtype=np.int64).astype(dtype)

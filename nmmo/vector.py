@@ -25,16 +25,12 @@ import numpy as np
 
 from nmmo import config as config_module
 from nmmo.config import Config
+from nmmo.metrics import METRICS
+from nmmo.obs import OBS_FIELDS
+from nmmo.obs import layout as obs_layout
 
-OBS_FIELDS = {  # name -> (per-slot shape builder, dtype)
-    "tile": (lambda c: ((2 * c.PLAYER_VISION_RADIUS + 1) ** 2, 4), np.int16),
-    "entity": (lambda c: (c.PLAYER_N_OBS, 19), np.int32),
-    "move_mask": (lambda c: (5,), np.int8),
-    "style_mask": (lambda c: (3,), np.int8),
-    "target_mask": (lambda c: (c.PLAYER_N_OBS + 1,), np.int8),
-}
 STEP_FIELDS = {"reward": np.float32, "terminated": bool, "truncated": bool, "alive": bool, "agent_id": np.int64}
-METRIC_NAMES = ("lifetime", "player_kills", "equipment", "explore", "forage", "achievement")
+METRIC_NAMES = METRICS  # the columns of `VecStep.episodes`
 
 
 @dataclass
@@ -52,9 +48,9 @@ class VecStep:
     episode_rows: np.ndarray  # (finished agents,) the row each of those lifetimes was played in
 
 
-def _allocate(config: Config, rows: int, shm: shared_memory.SharedMemory | None = None) -> dict[str, np.ndarray]:
+def allocate_buffers(config: Config, rows: int, shm: shared_memory.SharedMemory | None = None) -> dict[str, np.ndarray]:
     """Views of every buffer, laid out one after another (in `shm` when given)."""
-    specs = {name: ((rows, *shape(config)), np.dtype(dtype)) for name, (shape, dtype) in OBS_FIELDS.items()}
+    specs = {name: ((rows, *shape), dtype) for name, (shape, dtype) in obs_layout(config).items()}
     specs.update({name: ((rows,), np.dtype(dtype)) for name, dtype in STEP_FIELDS.items()})
     out, offset = {}, 0
     for name, (shape, dtype) in specs.items():
@@ -95,7 +91,7 @@ def env_spec(env: type | str | None) -> str | None:
     return f"{module}:{env.__qualname__}"
 
 
-class _Block:
+class EnvBlock:
     """A few envs stepped in order, writing into a slice of the shared buffers."""
 
     def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
@@ -157,17 +153,17 @@ class _Block:
                 self.buffers["alive"][rows] = out.alive
                 self.buffers["agent_id"][rows] = np.where(out.alive, out.agent_ids, 0)
             self._write_obs(k)
-        return _stack_episodes(episodes)
+        return stack_episodes(episodes)
 
 
 def _worker(config_toml: str, config_name: str, seeds: list[int], shm_name: str, rows: int, start_row: int,
             actions_name: str, pipe, env: str | None) -> None:  # pragma: no cover - runs in a child process
-    config = config_module.from_spec(_toml(config_toml), name=config_name)
+    config = config_module.from_toml(config_toml, config_name)
     shm = shared_memory.SharedMemory(name=shm_name)
     actions_shm = shared_memory.SharedMemory(name=actions_name)
-    buffers = _allocate(config, rows, shm)
+    buffers = allocate_buffers(config, rows, shm)
     actions = np.ndarray((rows, 3), np.int64, buffer=actions_shm.buf)
-    block = _Block(config, seeds, buffers, start_row, env)
+    block = EnvBlock(config, seeds, buffers, start_row, env)
     n = len(seeds) * config.PLAYER_N
     try:
         while True:
@@ -184,18 +180,12 @@ def _worker(config_toml: str, config_name: str, seeds: list[int], shm_name: str,
         actions_shm.close()
 
 
-def _toml(text: str) -> dict:
-    import tomllib
-
-    return tomllib.loads(text)
-
-
 class _InProcess:
     """workers=0: the envs step in this process."""
 
     def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray],
                  env: type | str | None) -> None:
-        self.block = _Block(config, seeds, buffers, 0, env)
+        self.block = EnvBlock(config, seeds, buffers, 0, env)
 
     def reset(self) -> None:
         self.block.reset()
@@ -212,10 +202,10 @@ class _Processes:
 
     def __init__(self, config: Config, seeds: list[int], workers: int, env: str | None) -> None:
         rows = len(seeds) * config.PLAYER_N
-        nbytes = _allocate(config, 1)["_bytes"] * rows + 4096
+        nbytes = allocate_buffers(config, 1)["_bytes"] * rows + 4096
         self.shm = shared_memory.SharedMemory(create=True, size=int(nbytes))
         self.actions_shm = shared_memory.SharedMemory(create=True, size=rows * 3 * 8)
-        self.buffers = _allocate(config, rows, self.shm)
+        self.buffers = allocate_buffers(config, rows, self.shm)
         self.actions = np.ndarray((rows, 3), np.int64, buffer=self.actions_shm.buf)
         context = multiprocessing.get_context("spawn")
         self.procs, self.pipes = [], []
@@ -238,7 +228,7 @@ class _Processes:
         self.actions[:] = actions
         for pipe in self.pipes:
             pipe.send("step")
-        return _stack_episodes([pipe.recv() for pipe in self.pipes])
+        return stack_episodes([pipe.recv() for pipe in self.pipes])
 
     def close(self) -> None:
         for pipe in self.pipes:
@@ -256,7 +246,7 @@ class _Processes:
         self.procs, self.pipes = [], []
 
 
-def _stack_episodes(parts: list[np.ndarray]) -> np.ndarray:
+def stack_episodes(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, len(METRIC_NAMES) + 1))
 
 
@@ -290,11 +280,11 @@ class VectorEnv:
             from nmmo.distributed import RayBlocks
 
             self.workers = min(max(workers, 1), num_envs)
-            self.buffers = _allocate(self.config, self.rows)
+            self.buffers = allocate_buffers(self.config, self.rows)
             self._impl = RayBlocks(self.config, seeds, self.workers, self.buffers, ray_address, env_spec(env))
         elif workers == 0:
             self.workers = 0
-            self.buffers = _allocate(self.config, self.rows)
+            self.buffers = allocate_buffers(self.config, self.rows)
             self._impl = _InProcess(self.config, seeds, self.buffers, env)
         else:
             self.workers = min(workers, num_envs)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +18,9 @@ import numpy as np
 
 from nmmo.config import Config, ConfigError
 from nmmo.enums import MATERIAL_COLORS, Material
+from nmmo.files import atomic_write_bytes
 from nmmo.noise import gradient_noise, normalize
+from nmmo.rules import WALKABLE
 
 #: Bump when generation changes so cached maps of the old generator are never reused.
 GENERATOR_VERSION = 2
@@ -37,8 +38,6 @@ MAP_KEYS = (
     "MAP_FOREST_THRESHOLD",
 )
 
-WALKABLE = np.zeros(len(Material), dtype=bool)
-WALKABLE[[Material.GRASS, Material.SCRUB, Material.FOREST]] = True
 
 
 @dataclass(frozen=True)
@@ -205,33 +204,6 @@ def cache_key(config: Config, seed: int) -> str:
     header = {"generator_version": GENERATOR_VERSION, "params": map_params(config), "seed": int(seed)}
     blob = json.dumps(header, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
-
-
-def _read_umask() -> int:
-    """The process umask (read once: os.umask can only be read by setting it, so set it back at once)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-#: Files written atomically get the mode open() would give them (mkstemp makes them 0600).
-_FILE_MODE = 0o666 & ~_read_umask()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so readers see the old file or the new one, never a partial one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:

@@ -151,12 +151,12 @@ def test_serve_speed_range_is_the_websocket_range():
 def test_atomic_writes_get_the_umask_mode(tmp_path):
     import os
 
-    from nmmo import world
+    from nmmo import files
 
     mask = os.umask(0o022)
     os.umask(mask)
     path = tmp_path / "out.bin"
-    world.atomic_write_bytes(path, b"data")
+    files.atomic_write_bytes(path, b"data")
     assert path.read_bytes() == b"data"
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
 

@@ -10,7 +10,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 import nmmo
 from nmmo import config
 from nmmo.enums import EntityAttr, Material, TileAttr
-from nmmo.world import WALKABLE
+from nmmo.rules import WALKABLE
 
 
 class AllSmall(config.Small, config.Resource, config.Combat, config.Progression, config.NPC):

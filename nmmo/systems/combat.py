@@ -19,6 +19,7 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import Skill, Style
+from nmmo.rules import chebyshev, may_attack
 from nmmo.state import State
 from nmmo.systems.progression import add_xp
 
@@ -72,12 +73,9 @@ def valid_attacks(state: State, config: Config, attackers: np.ndarray, styles: n
     ok = (targets >= 0) & (targets < ent.capacity) & (styles >= 0) & (styles < 3)
     safe_t = np.where(ok, targets, 0)
     safe_s = np.where(ok, styles, 0)
-    dist = np.maximum(np.abs(ent.row[attackers] - ent.row[safe_t]), np.abs(ent.col[attackers] - ent.col[safe_t]))
+    dist = chebyshev(ent.row[attackers], ent.col[attackers], ent.row[safe_t], ent.col[safe_t])
     ok &= ent.alive[safe_t] & (safe_t != attackers) & (dist >= 1) & (dist <= reaches(config)[safe_s])
-    if not config.COMBAT_FRIENDLY_FIRE:
-        same_team = (ent.team[attackers] == ent.team[safe_t]) & (ent.team[attackers] >= 0)
-        ok &= ~same_team
-    return ok
+    return ok & may_attack(config, ent.team[attackers], ent.team[safe_t])
 
 
 def resolve(state: State, config: Config, styles: np.ndarray, targets: np.ndarray, rng: np.random.Generator):

@@ -16,15 +16,13 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import Direction, Material
-from nmmo.world import WALKABLE
-
-DELTAS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1], [0, 0]], dtype=np.int32)  # indexed by Direction
+from nmmo.rules import DELTAS, WALKABLE, is_frozen
 
 
 def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Move entities; `directions` is per entity row (STAY for none). Returns rows that entered lava."""
     ent, tiles = state.entities, state.tiles
-    frozen = ent.freeze_end >= state.tick
+    frozen = is_frozen(ent.freeze_end, state.tick)
     movers = np.flatnonzero(ent.alive & (ent.health > 0) & (directions != Direction.STAY) & ~frozen)
     priority = rng.random(ent.capacity)
     if movers.size == 0:
@@ -69,7 +67,8 @@ def reference_resolve(state, config: Config, directions: np.ndarray, rng: np.ran
     priority = rng.random(ent.capacity)
     movers = [
         i for i in range(ent.capacity)
-        if ent.alive[i] and ent.health[i] > 0 and directions[i] != Direction.STAY and ent.freeze_end[i] < state.tick
+        if ent.alive[i] and ent.health[i] > 0 and directions[i] != Direction.STAY
+        and not is_frozen(ent.freeze_end[i], state.tick)
     ]
     lava, pending = [], []
     for i in movers:

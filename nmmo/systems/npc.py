@@ -17,14 +17,13 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import Direction, NPCType
+from nmmo.rules import DELTAS, WALKABLE, chebyshev
 from nmmo.state import State
 from nmmo.systems.combat import reaches
-from nmmo.systems.movement import DELTAS
-from nmmo.world import WALKABLE
 
 
 def _chebyshev(ent, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.maximum(np.abs(ent.row[a] - ent.row[b]), np.abs(ent.col[a] - ent.col[b]))
+    return chebyshev(ent.row[a], ent.col[a], ent.row[b], ent.col[b])
 
 
 @functools.lru_cache(maxsize=8)

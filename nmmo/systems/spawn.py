@@ -15,9 +15,10 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import NPCType, Skill
+from nmmo.rules import WALKABLE, danger
 from nmmo.state import NO_TICK, State
 from nmmo.systems.progression import xp_table
-from nmmo.world import WALKABLE, ring_tiles
+from nmmo.world import ring_tiles
 
 
 def spawn_ring(config: Config) -> np.ndarray:
@@ -147,13 +148,6 @@ def respawn_players(state: State, config: Config, rng: np.random.Generator) -> n
     _place(state, slots, chosen)
     _init_players(state, config, slots)
     return slots
-
-
-def danger(config: Config, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """2 * (distance to the nearest playable edge) / MAP_CENTER: 0 at the edge, ~1 at the centre."""
-    low, high = config.MAP_BORDER, config.MAP_BORDER + config.MAP_CENTER - 1
-    edge = np.minimum(np.minimum(rows - low, high - rows), np.minimum(cols - low, high - cols))
-    return 2.0 * edge / config.MAP_CENTER
 
 
 def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts: int) -> np.ndarray:

@@ -4,11 +4,12 @@ import multiprocessing
 import numpy as np
 import pytest
 
-from evaluation.episode import EpisodeTask, config_from_toml, eval_map_seeds, run_episode, with_horizon
+from evaluation.episode import EpisodeTask, eval_map_seeds, run_episode, with_horizon
 from evaluation.metrics import METRICS
 from evaluation.rating import ANCHOR
 from evaluation.results import load_results, results_config, save_results, validate_results
 from evaluation.tournament import evaluate, run_tournament, tournament_policies
+from nmmo.config import from_toml as nmmo_from_toml
 from nmmo.config import load as nmmo_config
 from nmmo.replay import load_replay
 
@@ -26,7 +27,7 @@ def test_config_travels_as_toml_and_horizon_copies():
     config = small_config()
     copy = with_horizon(config, 7)
     assert copy.HORIZON == 7 and config.HORIZON == 128
-    assert config_from_toml(copy.to_toml(), copy.name) == copy
+    assert nmmo_from_toml(copy.to_toml(), copy.name) == copy
     assert eval_map_seeds(config, 3) == [config.MAP_EVAL_SEED_OFFSET + i for i in range(3)]
 
 

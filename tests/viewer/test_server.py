@@ -177,3 +177,23 @@ def test_a_slow_live_viewer_is_resynchronised_with_a_full_packet():
 
     packets = asyncio.run(scenario())
     assert packets[-1]["type"] == "tick" and packets[-1]["full"]
+
+
+def test_a_live_run_and_its_replay_send_the_same_overlay_bytes(tmp_path):
+    from client_server.packets import overlay_field
+    from client_server.server import REPLAY_OVERLAYS, ReplayViewer, replay_overlay
+
+    conf = nmmo.config.Default().set("PLAYER_N", 24).set("HORIZON", 100)
+    session = LiveSession(conf, "scripted:Combat", seed=4, record=True)
+    for _ in range(15):
+        session.advance()
+    live = {name: session.overlay(name) for name in REPLAY_OVERLAYS}
+    session.env.save_replay(tmp_path / "live.replay")
+    replay = load_replay(tmp_path / "live.replay")
+    tick = session.env.realm.state.tick
+    viewer = ReplayViewer(websocket=None, replay=replay, name="live.replay")
+    viewer._accumulate_visits(tick)
+    for name in REPLAY_OVERLAYS:
+        replayed = overlay_field(name, quantized=replay_overlay(replay, name, tick, viewer.visits))
+        assert replayed == live[name], name
+        assert live[name]["max"] > live[name]["min"], name  # a picture, not a blank

@@ -1,0 +1,78 @@
+"""Rules used by more than one system or client, each defined once here.
+
+Geometry (move deltas, Chebyshev distance), which tiles can be walked or entered, who may attack
+whom (friendly fire), how dangerous a tile is (NPC kinds and levels, the danger overlay), and when
+an entity is frozen. The systems, the observation builder, the overlays and the scripted bots
+import them from here; nothing recomputes them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nmmo.enums import Material
+
+if TYPE_CHECKING:
+    from nmmo.config import Config
+
+#: (drow, dcol) per `Direction`: N (row - 1), S (row + 1), E (col + 1), W (col - 1), stay.
+DELTAS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1], [0, 0]], dtype=np.int32)
+DELTAS.setflags(write=False)
+
+#: Materials an entity can stand on (when the tile is empty): grass, scrub and forest.
+WALKABLE = np.zeros(len(Material), dtype=bool)
+WALKABLE[[Material.GRASS, Material.SCRUB, Material.FOREST]] = True
+WALKABLE.setflags(write=False)
+
+
+def enterable(config: Config) -> np.ndarray:
+    """Materials a player may step onto: walkable ones, and lava (legal but deadly) unless IMMORTAL,
+    where lava is impassable instead."""
+    out = WALKABLE.copy()
+    out[Material.LAVA] = not config.IMMORTAL
+    return out
+
+
+def chebyshev(row_a: np.ndarray, col_a: np.ndarray, row_b: np.ndarray, col_b: np.ndarray) -> np.ndarray:
+    """Chebyshev (king-move) distance: how far attacks reach and how far entities see."""
+    return np.maximum(np.abs(row_a - row_b), np.abs(col_a - col_b))
+
+
+def may_attack(config: Config, attacker_team: np.ndarray, target_team: np.ndarray) -> np.ndarray:
+    """Whether attacks between these teams are allowed: always with friendly fire on; otherwise not
+    between members of one team (NPCs, team -1, belong to none)."""
+    attacker_team, target_team = np.asarray(attacker_team), np.asarray(target_team)
+    if config.COMBAT_FRIENDLY_FIRE:
+        return np.ones(np.broadcast(attacker_team, target_team).shape, dtype=bool)
+    return ~((attacker_team == target_team) & (attacker_team >= 0))
+
+
+def danger(config: Config, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """2 * (distance to the nearest playable edge) / MAP_CENTER: 0 on the edge, about 1 at the
+    centre; it sets NPC kinds (passive, neutral, hostile) and levels."""
+    return edge_danger(config.MAP_BORDER, config.MAP_CENTER, rows, cols)
+
+
+def edge_danger(border: int, center: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """`danger` from the map's geometry alone (a replay knows its border and centre, not its config)."""
+    low, high = border, border + center - 1
+    edge = np.minimum(np.minimum(rows - low, high - rows), np.minimum(cols - low, high - cols))
+    return 2.0 * edge / center
+
+
+def danger_map(border: int, center: int, size: int) -> np.ndarray:
+    """`danger` of every tile of an S x S map (0 outside the playable square), float32."""
+    index = np.arange(size)
+    return np.maximum(edge_danger(border, center, index[:, None], index[None, :]), 0.0).astype(np.float32)
+
+
+def is_frozen(freeze_end: np.ndarray, tick: int) -> np.ndarray:
+    """Frozen entities cannot move this tick (a mage hit at tick t freezes through t + 2)."""
+    return freeze_end >= tick
+
+
+def freeze_left(freeze_end: np.ndarray, tick: int) -> np.ndarray:
+    """Ticks an entity stays frozen counting the coming one (the FREEZE observation column)."""
+    return np.maximum(freeze_end - tick + 1, 0)
