@@ -22,15 +22,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from nmmo.actions import ActionError, as_index, clean_action
 from nmmo.config import Config
 from nmmo.policy import BUILTIN, load_policy_class
 
 FAULT_KINDS = ("exception", "timeout", "malformed")
 START_METHOD = "spawn"  # a clean interpreter: no inherited locks, threads or engine state
 MAX_MESSAGES = 5
-_INT32 = (-(2**31), 2**31 - 1)
 
 
 # ----------------------------------------------------------------- faults
@@ -87,46 +85,6 @@ class Faults:
 
 
 # -------------------------------------------------------------- validation
-def _as_int(value: Any) -> int | None:
-    """A plain int from an int, numpy integer or 0-d integer array; None for anything else (bools,
-    floats, strings) and for ints the engine's int64 arrays could not hold sensibly."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, np.ndarray):
-        if value.ndim != 0 or not np.issubdtype(value.dtype, np.integer):
-            return None
-        value = value.item()
-    elif isinstance(value, np.integer):
-        value = int(value)
-    if type(value) is not int or not _INT32[0] <= value <= _INT32[1]:
-        return None
-    return value
-
-
-def _clean_part(part: Any, keys: tuple[str, ...]) -> dict[str, int] | None:
-    """One sub-action ({"Direction": d} or {"Style": s, "Target": t}) with plain ints, or None."""
-    if not isinstance(part, Mapping) or set(part) != set(keys):
-        return None
-    values = [_as_int(part[key]) for key in keys]
-    return None if None in values else dict(zip(keys, values, strict=True))
-
-
-def clean_action(action: Any) -> dict[str, dict[str, int]] | None:
-    """A fresh, well-formed copy of one agent's action, or None when the engine would reject it.
-    Out-of-range or masked indices pass: the engine drops those itself and says why."""
-    if not isinstance(action, Mapping) or not set(action) <= {"Move", "Attack"}:
-        return None
-    out = {}
-    for key, parts in (("Move", ("Direction",)), ("Attack", ("Style", "Target"))):
-        if action.get(key) is None:
-            continue
-        part = _clean_part(action[key], parts)
-        if part is None:
-            return None
-        out[key] = part
-    return out
-
-
 def validate_actions(actions: Any, controlled: set[int] | frozenset[int]) -> tuple[dict[int, dict], int, str | None]:
     """Keep the well-formed actions of agents in `controlled`.
 
@@ -138,15 +96,14 @@ def validate_actions(actions: Any, controlled: set[int] | frozenset[int]) -> tup
     problem = None
     dropped = 0
     for agent, action in actions.items():
-        agent_id = _as_int(agent)
-        good = clean_action(action) if agent_id in controlled else None
-        if good is None:
+        agent_id = as_index(agent)
+        try:
+            if agent_id not in controlled:
+                raise ActionError(f"action for agent {_preview(agent)}, which this policy does not control")
+            clean[agent_id] = clean_action(agent_id, action)
+        except ActionError as err:
             dropped += 1
-            if problem is None:
-                problem = (f"action for agent {agent!r}, which this policy does not control" if agent_id not in
-                           controlled else f"agent {agent}: malformed action {_preview(action)}")
-            continue
-        clean[agent_id] = good
+            problem = problem or _preview(str(err), 200)
     return clean, dropped, problem
 
 

@@ -41,6 +41,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from nmmo import config as config_module
+from nmmo.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET, int64_error, parse_action
 from nmmo.config import Config
 from nmmo.enums import Direction
 from nmmo.metrics import REWARD_SCALE as ACHIEVEMENT_REWARD_SCALE
@@ -52,8 +53,6 @@ from nmmo.realm import Realm, TickResult
 from nmmo.replay import Recorder
 from nmmo.systems import combat
 from nmmo.world import get_map
-
-MOVE, ATTACK, DIRECTION, STYLE, TARGET = "Move", "Attack", "Direction", "Style", "Target"
 
 
 @dataclass
@@ -455,44 +454,23 @@ class Env(ParallelEnv):
         if not isinstance(actions, dict):
             raise ValueError(f"actions must be a dict {{agent_id: action}}, got {type(actions).__name__}")
         directions, styles, targets = self._empty_actions()
-        n = len(actions)
-        slots = np.empty(n, dtype=np.int64)
-        move = np.full(n, Direction.STAY, dtype=np.int64)
-        style = np.full(n, -1, dtype=np.int64)
-        target = np.full(n, -1, dtype=np.int64)
-        agent_ids = []
-        count = 0
+        slots, agent_ids, parsed = [], [], []
         id_to_slot = self._id_to_slot
         for agent, action in actions.items():
             slot = id_to_slot.get(agent)
             if slot is None:
                 self._check_known(agent)
                 continue  # already dead: ignored
-            if type(action) is not dict:
-                raise ValueError(f"agent {agent}: action must be a dict like {{'Move': {{'Direction': 0}}}}, "
-                                 f"got {type(action).__name__}")
-            slots[count] = slot
+            slots.append(slot)
             agent_ids.append(agent)
-            m = action.get(MOVE)
-            a = action.get(ATTACK)
-            if len(action) != (MOVE in action) + (ATTACK in action):
-                unknown = sorted(map(str, set(action) - {MOVE, ATTACK}))
-                raise ValueError(f"agent {agent}: unknown action key {unknown[0]!r}; expected 'Move' and/or 'Attack'")
-            try:
-                if m is not None:
-                    d = m.get(DIRECTION) if type(m) is dict and len(m) == 1 else None
-                    move[count] = d if type(d) is int else _index(agent, m, MOVE, DIRECTION)
-                if a is not None:
-                    if type(a) is dict and len(a) == 2 and type(a.get(STYLE)) is int and type(a.get(TARGET)) is int:
-                        style[count], target[count] = a[STYLE], a[TARGET]
-                    else:
-                        style[count] = _index(agent, a, ATTACK, STYLE)
-                        target[count] = _index(agent, a, ATTACK, TARGET)
-            except OverflowError:
-                raise ValueError(f"agent {agent}: action {action!r} has an index too large for int64") from None
-            count += 1
-        invalid = self._apply_indices(slots[:count], move[:count], style[:count], target[:count], directions,
-                                      styles, targets, agent_ids)
+            parsed.append(parse_action(agent, action))
+        try:
+            indices = np.array(parsed, dtype=np.int64).reshape(-1, 3)
+        except OverflowError:
+            agent = next(a for a, p in zip(agent_ids, parsed, strict=True) if not all(-(2**63) <= v < 2**63 for v in p))
+            raise int64_error(agent, actions[agent]) from None
+        invalid = self._apply_indices(np.array(slots, dtype=np.int64), indices[:, 0], indices[:, 1], indices[:, 2],
+                                      directions, styles, targets, agent_ids)
         return directions, styles, targets, invalid
 
     def _check_known(self, agent: Any) -> None:
@@ -560,26 +538,6 @@ class Env(ParallelEnv):
 
     def close(self) -> None:
         """Nothing to release; present for the PettingZoo API."""
-
-
-def _index(agent: Any, value: Any, key: str, sub: str) -> int:
-    """One integer sub-action, or ValueError naming the agent and key."""
-    if type(value) is not dict:
-        raise ValueError(f"agent {agent}: action[{key!r}] must be a dict like {{{sub!r}: 0}}, got {value!r}")
-    if sub not in value:
-        raise ValueError(f"agent {agent}: action[{key!r}] is missing {sub!r}")
-    if len(value) > (1 if key == MOVE else 2):
-        extra = set(value) - {DIRECTION} if key == MOVE else set(value) - {STYLE, TARGET}
-        raise ValueError(f"agent {agent}: action[{key!r}] has unknown keys {sorted(map(str, extra))}")
-    item = value[sub]
-    kind = type(item)
-    if kind is int:
-        return item
-    if isinstance(item, np.integer) or (isinstance(item, np.ndarray) and item.ndim == 0
-                                        and np.issubdtype(item.dtype, np.integer)):
-        return int(item)
-    raise ValueError(f"agent {agent}: action[{key!r}][{sub!r}] must be an integer, got {item!r} "
-                     f"({kind.__name__})")
 
 
 def team_spirit(rewards: np.ndarray, teams: np.ndarray, alpha: float) -> np.ndarray:

@@ -9,11 +9,11 @@ from evaluation.submission import (
     InProcessPolicy,
     SubprocessPolicy,
     check_spec,
-    clean_action,
     is_trusted,
     make_handle,
     validate_actions,
 )
+from nmmo.actions import ActionError, clean_action
 
 from .conftest import CRASHING, small_config, write_policy
 
@@ -27,20 +27,28 @@ def test_trusted_specs_run_in_process():
 
 @pytest.mark.parametrize("action", [
     "north", None, 3, {"Move": {"Direction": 1.0}}, {"Move": {"Direction": True}}, {"Move": {"Direction": "1"}},
-    {"Move": {"Direction": 2**40}}, {"Move": {"Direction": np.array([1])}}, {"Move": {"Dir": 1}},
+    {"Move": {"Direction": 2**63}}, {"Move": {"Direction": np.array([1])}}, {"Move": {"Dir": 1}},
     {"Move": {"Direction": 1, "x": 2}}, {"Attack": {"Style": 0}}, {"Attack": {"Style": 0, "Target": 1.5}},
     {"Jump": 1}, {"Move": 1},
 ])
 def test_malformed_actions_are_rejected(action):
-    assert clean_action(action) is None
+    """The sandbox and the env read actions with one validator (nmmo.actions): the env raises on
+    these, the sandbox drops them."""
+    with pytest.raises(ActionError):
+        clean_action(7, action)
+    env = nmmo.Env(small_config(), seed=0)
+    env.reset()
+    with pytest.raises(ActionError, match=f"agent {env.agents[0]}"):
+        env.step({env.agents[0]: action})
 
 
 def test_clean_actions_are_plain_ints():
     action = {"Move": {"Direction": np.int8(2)}, "Attack": {"Style": np.array(1), "Target": 99}}
-    assert clean_action(action) == {"Move": {"Direction": 2}, "Attack": {"Style": 1, "Target": 99}}
-    assert type(clean_action(action)["Move"]["Direction"]) is int
-    assert clean_action({}) == {} and clean_action({"Move": None}) == {}
-    assert clean_action({"Move": {"Direction": 77}}) == {"Move": {"Direction": 77}}  # out of range: the env drops it
+    assert clean_action(1, action) == {"Move": {"Direction": 2}, "Attack": {"Style": 1, "Target": 99}}
+    assert type(clean_action(1, action)["Move"]["Direction"]) is int
+    assert clean_action(1, {}) == {} and clean_action(1, {"Move": None}) == {}
+    assert clean_action(1, {"Move": {"Direction": 77}}) == {"Move": {"Direction": 77}}  # out of range: env drops it
+    assert clean_action(1, {"Move": {"Direction": 2**40}}) == {"Move": {"Direction": 2**40}}  # int64, as the env
 
 
 def test_validate_actions_drops_per_agent_and_counts():

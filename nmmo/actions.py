@@ -1,0 +1,110 @@
+"""Reading an agent's action: one validator for the env and for the tournament's submission sandbox.
+
+An action is ``{"Move": {"Direction": d}, "Attack": {"Style": s, "Target": t}}``, either part
+optional (missing or None). Indices are ints, numpy integers or 0-d integer arrays that fit int64
+(not bools, not floats). `parse_action` turns one into three ints or raises `ActionError` naming
+the agent and the key; whether an index is in range or allowed by the masks is the env's business
+(it drops such sub-actions and says why in the infos), not a malformed action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from nmmo.enums import Direction
+
+MOVE, ATTACK, DIRECTION, STYLE, TARGET = "Move", "Attack", "Direction", "Style", "Target"
+#: Keys of each part of an action.
+PARTS = {MOVE: (DIRECTION,), ATTACK: (STYLE, TARGET)}
+NO_ATTACK = -1
+STAY = int(Direction.STAY)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class ActionError(ValueError):
+    """An action that cannot be read (wrong type, unknown or missing key, non-integer index); the
+    message names the agent and the key."""
+
+
+def parse_action(agent: Any, action: Any) -> tuple[int, int, int]:
+    """(direction, style, target) of one agent's action; STAY and -1, -1 for the parts it leaves
+    out. Raises `ActionError` for a malformed action. Ints too large for int64 pass here (the env's
+    int64 arrays refuse them on assignment, see `int64_error`) so the common case stays cheap."""
+    if type(action) is not dict:  # the common case first; any other mapping is read the same way
+        if not isinstance(action, Mapping):
+            raise ActionError(f"agent {agent}: action must be a dict like {{'Move': {{'Direction': 0}}}}, "
+                              f"got {type(action).__name__}")
+        action = dict(action)
+    move, attack = action.get(MOVE), action.get(ATTACK)
+    if len(action) != (MOVE in action) + (ATTACK in action):
+        unknown = sorted(map(str, set(action) - {MOVE, ATTACK}))
+        raise ActionError(f"agent {agent}: unknown action key {unknown[0]!r}; expected 'Move' and/or 'Attack'")
+    direction, style, target = STAY, NO_ATTACK, NO_ATTACK
+    if move is not None:
+        d = move.get(DIRECTION) if type(move) is dict and len(move) == 1 else None
+        direction = d if type(d) is int else _index(agent, move, MOVE, DIRECTION)
+    if attack is not None:
+        if type(attack) is dict and len(attack) == 2 and type(attack.get(STYLE)) is int and (
+                type(attack.get(TARGET)) is int):
+            style, target = attack[STYLE], attack[TARGET]
+        else:
+            style, target = _index(agent, attack, ATTACK, STYLE), _index(agent, attack, ATTACK, TARGET)
+    return direction, style, target
+
+
+def int64_error(agent: Any, action: Any) -> ActionError:
+    """The error for an action whose index does not fit the engine's int64 arrays."""
+    return ActionError(f"agent {agent}: action {action!r} has an index too large for int64")
+
+
+def _index(agent: Any, part: Any, key: str, sub: str) -> int:
+    """One integer sub-action, or ActionError naming the agent and key."""
+    if not isinstance(part, Mapping):
+        raise ActionError(f"agent {agent}: action[{key!r}] must be a dict like {{{sub!r}: 0}}, got {part!r}")
+    if sub not in part:
+        raise ActionError(f"agent {agent}: action[{key!r}] is missing {sub!r}")
+    extra = set(part) - set(PARTS[key])
+    if extra:
+        raise ActionError(f"agent {agent}: action[{key!r}] has unknown keys {sorted(map(str, extra))}")
+    item = part[sub]
+    value = as_index(item)
+    if value is None:
+        if isinstance(item, int) and not isinstance(item, bool):
+            raise ActionError(f"agent {agent}: action[{key!r}][{sub!r}] = {item} is too large for int64")
+        raise ActionError(f"agent {agent}: action[{key!r}][{sub!r}] must be an integer, got {item!r} "
+                          f"({type(item).__name__})")
+    return value
+
+
+def as_index(value: Any) -> int | None:
+    """A plain int from an int, numpy integer or 0-d integer array that fits int64; None for
+    anything else (bools, floats, strings, arrays of several values, huge ints)."""
+    if type(value) is not int:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, np.ndarray):
+            if value.ndim != 0 or not np.issubdtype(value.dtype, np.integer):
+                return None
+            value = value.item()
+        elif isinstance(value, np.integer):
+            value = int(value)
+        else:
+            return None
+    return value if _INT64[0] <= value <= _INT64[1] else None
+
+
+def clean_action(agent: Any, action: Any) -> dict[str, dict[str, int]]:
+    """A fresh copy of one action with plain ints, only the parts it gave (ActionError if malformed):
+    what crosses from a submission's process to the env."""
+    direction, style, target = parse_action(agent, action)
+    if not all(_INT64[0] <= v <= _INT64[1] for v in (direction, style, target)):
+        raise int64_error(agent, action)
+    out: dict[str, dict[str, int]] = {}
+    if action.get(MOVE) is not None:
+        out[MOVE] = {DIRECTION: direction}
+    if action.get(ATTACK) is not None:
+        out[ATTACK] = {STYLE: style, TARGET: target}
+    return out
