@@ -8,6 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB := client_server/web
 SERVE ?= 1
+PORT ?= 8000
 
 .PHONY: demo test lint web chromium bench docs clean
 
@@ -32,7 +33,7 @@ chromium:
 		(apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver)
 
 demo: $(STAMP) web
-	$(PY) -m nmmo demo $(if $(filter 0,$(SERVE)),,--serve)
+	$(PY) -m nmmo demo $(if $(filter 0,$(SERVE)),,--serve --port $(PORT))
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

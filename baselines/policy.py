@@ -66,3 +66,13 @@ class CheckpointPolicy:
                 action["Attack"] = {"Style": int(style), "Target": int(target)}
             out[i] = action
         return out
+
+
+def checkpoint_class(path: str) -> type:
+    """The ``ckpt:PATH`` policy scheme (registered in pyproject.toml): a `CheckpointPolicy` class
+    bound to that checkpoint file."""
+    from pathlib import Path
+
+    if not Path(path).is_file():
+        raise ValueError(f"checkpoint {path!r} does not exist")
+    return type("Checkpoint", (CheckpointPolicy,), {"path": path})

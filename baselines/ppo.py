@@ -19,7 +19,6 @@ import io
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,72 +26,13 @@ import torch
 from torch import nn
 
 from baselines import checkpoint
+from baselines.args import Args, add_arguments, args_from
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
 from nmmo import config as config_module
+from nmmo.cli import progress_enabled
 from nmmo.files import atomic_write_bytes
 from nmmo.vector import METRIC_NAMES, VectorEnv
-
-
-@dataclass
-class Args:
-    config: str = "train_small"
-    """Config name, preset or TOML path of the training envs."""
-    env: str | None = None
-    """The env class, as pkg.module:Class or path/to/file.py:Class: an `nmmo.Env` subclass with your
-    own `reward` (the custom-reward recipe). None: `nmmo.Env` and its default reward."""
-    num_envs: int = 8
-    """Envs stepped together (8 x 64 slots amortizes per-call overheads: 22k+ agent-steps/s rollouts)."""
-    workers: int = 0
-    """Env worker processes (0: step them in the trainer's process); with backend "ray", Ray actors."""
-    backend: str = "process"
-    """Where env workers run: "process" (this machine) or "ray" (Ray actors, local or a cluster)."""
-    ray_address: str | None = None
-    """An existing Ray cluster for backend "ray" (None: start a local one)."""
-    rollout_len: int = 64
-    """Ticks per rollout (also the length of the replayed LSTM sequences)."""
-    minutes: float = 20.0
-    """Wall-clock training budget."""
-    total_steps: int = 0
-    """Stop after this many agent-steps (0: only the time budget)."""
-    iterations: int = 0
-    """Stop after this many PPO iterations (0: no limit)."""
-    hidden: int = 64
-    """LSTM hidden size (and width of the fused state)."""
-    lr: float = 3e-4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip: float = 0.2
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    resource_reward: float = 0.02
-    """Shaping: reward per unit of food or water gained by eating or drinking (not by looting), on top
-    of the env's -1 at death. 0 trains on the env reward alone, which teaches agents to stand still."""
-    epochs: int = 2
-    """PPO epochs per rollout."""
-    minibatches: int = 4
-    """Minibatches per epoch (each a set of whole slot sequences)."""
-    seed: int = 0
-    device: str = "cpu"
-    threads: int = 2
-    """torch threads."""
-    out: str = "out/train"
-    """Directory for the checkpoint, logs and curves."""
-    resume: bool = False
-    """Continue from out/checkpoint.pt."""
-    wandb: bool = False
-    """Log to Weights & Biases too (offline unless WANDB_MODE says otherwise)."""
-    league: bool = False
-    """Population play: train against a league of past snapshots and scripted bots (`baselines.league`)."""
-    league_sampling: str = "uniform"
-    """How each env's opponent is drawn from the league: uniform, latest or rating (matched)."""
-    league_snapshot_every: int = 10
-    """Iterations between frozen snapshots of the learner joining the league."""
-    league_bots: tuple[str, ...] = ("scripted:Forage", "scripted:Combat")
-    """Policy specs in the league from the start (scripted:Combat anchors its SR)."""
-    progress: bool = True
-    extra: dict = field(default_factory=dict)
 
 
 def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config,
@@ -162,7 +102,7 @@ def train(args: Args) -> dict:
     started = time.perf_counter()
     deadline = started + 60 * args.minutes
     history: list[dict] = []
-    bar = tqdm(desc="train", unit="step", disable=not args.progress, initial=step)
+    bar = tqdm(desc="train", unit="step", disable=progress_enabled(args.progress), initial=step)
     try:
         while time.perf_counter() < deadline and (not args.total_steps or step < args.total_steps) and (
                 not args.iterations or iteration < args.iterations):
@@ -424,36 +364,10 @@ def _wandb(args: Args, config):  # pragma: no cover - optional dependency
                       dir=args.out)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per `Args` field, its docstring as help."""
-    import ast
-    import inspect
-
-    docs = {}
-    source = inspect.getsource(Args)
-    tree = ast.parse(source)
-    body = tree.body[0].body
-    for node, following in zip(body, body[1:] + [None], strict=True):
-        if isinstance(node, ast.AnnAssign) and isinstance(following, ast.Expr):
-            docs[node.target.id] = following.value.value
-    for f in dataclasses.fields(Args):
-        if f.name == "extra":
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs.get(f.name))
-        elif str(f.type).startswith("tuple"):
-            parser.add_argument(flag, nargs="+", default=f.default, help=docs.get(f.name))
-        else:
-            kind = {"int": int, "float": float, "str": str}.get(str(f.type), str)
-            parser.add_argument(flag, type=kind, default=f.default, help=docs.get(f.name))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    parsed = vars(parser.parse_args(argv))
-    summary = train(Args(**parsed))
+    summary = train(args_from(parser.parse_args(argv)))
     print(json.dumps({k: v for k, v in summary.items() if k != "history"}))
     return 0
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from baselines.cli import league_table
 from baselines.ppo import Args, train
-from nmmo.runner import league_table
 
 
 def main() -> None:

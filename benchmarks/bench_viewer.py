@@ -38,7 +38,7 @@ def make_config(preset: str, agents: int):
 
 
 def live(case: str, ticks: int) -> dict:
-    from client_server.server import LiveSession
+    from client_server.sessions import LiveSession
 
     preset, agents = LIVE_CASES[case]
     session = LiveSession(make_config(preset, agents), "scripted:Meander", seed=0)

@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 
+from client_server.protocol import SPEED_RANGE
 from nmmo.enums import MATERIAL_COLORS, Material
 from nmmo.replay import FIELDS, quantize
 
@@ -34,6 +35,7 @@ def header_packet(mode: str, material: np.ndarray, *, center: int, border: int, 
         "materials": {str(int(m)): m.name.lower() for m in Material},
         "colors": {str(int(m)): list(rgb) for m, rgb in MATERIAL_COLORS.items()},
         "ticks": ticks, "tick": tick, "overlays": overlays, "config": config, "fields": SENT_FIELDS,
+        "speed_range": list(SPEED_RANGE),
     }
 
 

@@ -25,6 +25,7 @@ import nmmo
 from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, lifetimes_from_infos, policy_means
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from nmmo import config as config_module
+from nmmo.cli import progress_enabled
 from nmmo.config import Config
 
 BACKENDS = ("process", "ray")
@@ -180,7 +181,7 @@ def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     results: list[EpisodeResult | None] = [None] * len(tasks)
-    with tqdm(total=len(tasks), desc=desc, unit="episode", disable=not progress) as bar:
+    with tqdm(total=len(tasks), desc=desc, unit="episode", disable=progress_enabled(progress)) as bar:
 
         def finished(i: int, result: EpisodeResult) -> None:
             results[i] = result

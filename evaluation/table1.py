@@ -32,6 +32,7 @@ from evaluation.metrics import METRICS
 from evaluation.tournament import evaluate, versions
 from nmmo import config as config_module
 from nmmo import world
+from nmmo.cli import progress_enabled
 from nmmo.files import atomic_write_bytes
 
 BOTS = ("scripted:Forage", "scripted:Combat", "scripted:Meander")
@@ -151,7 +152,7 @@ def run_table1(config: str = "small_maps", bots: Sequence[str] = BOTS, maps: int
     results: dict[str, Any] = {"format": "flatmmo-table1", "version": 1, "settings": settings,
                                "config_toml": base.to_toml(), "versions": versions(), "runs": done}
     with tqdm(total=len(runs), initial=sum(_run_key(*r) in done for r in runs), desc="table1", unit="run",
-              disable=not progress) as bar:
+              disable=progress_enabled(progress)) as bar:
         for kind, bot, value in runs:
             key = _run_key(kind, bot, value)
             if key in done:

@@ -1,11 +1,29 @@
-"""The `nmmo` command line: maps, configs, simulation runs and the demo."""
+"""The `nmmo` command line: one tool, its commands found where they live.
+
+The engine's own commands are here: `maps`, `config` and `run` (`nmmo.runner`). The others come
+from the packages above the engine through the ``nmmo.commands`` entry point group, declared in
+pyproject.toml (`evaluation`: eval, tournament, experiment, demo; `baselines`: train;
+`client_server`: serve), so the engine imports none of its clients and a third-party package can
+add commands the same way: an entry point naming ``add_commands(subparsers)``. A command sets
+``func`` (and optionally ``check``, run before any work) with ``set_defaults``; `add_command`
+gives it the shared help format (every flag's help shows its default).
+
+Shared helpers for every command: `console`, `progress_enabled`, `error_line`, `cli_command`,
+`check_port`, `add_ray_flags` / `ray_options`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import shutil
+import socket
 import sys
 import time
+from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -17,10 +35,75 @@ from nmmo.config import ConfigError
 # paths and commands stay on one line, for copy and paste; no markup: user text (paths, names, error
 # messages) is printed as typed, brackets included
 console = Console(soft_wrap=True, markup=False)
+#: Entry point group of the commands other packages add.
+COMMANDS_GROUP = "nmmo.commands"
 
-#: The viewer's speed range in ticks per second (client_server.server.SPEED_RANGE, which needs the
-#: [serve] extra to import); `serve --speed` is checked against it before anything starts.
-SPEED_RANGE = (0.5, 60.0)
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every flag's help ends with its default; descriptions keep their line breaks."""
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:  # noqa: A002
+    """A sub-command with the shared help format (its docstring-like `help` is also its description)."""
+    kwargs.setdefault("description", help)
+    return subparsers.add_parser(name, help=help, formatter_class=HelpFormatter, **kwargs)
+
+
+def command_group(subparsers: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:  # noqa: A002
+    """The sub-commands of group `name` (`nmmo experiment ...`), made by the first package that adds
+    one, found by the others."""
+    parser = subparsers.choices.get(name)
+    if parser is None:
+        parser = add_command(subparsers, name, help)
+        parser.set_defaults(group_commands=parser.add_subparsers(dest=f"{name}_command", required=True))
+    return parser.get_default("group_commands")
+
+
+def progress_enabled(wanted: bool = True) -> bool | None:
+    """Tqdm's `disable` value: off when not `wanted`, and off without a terminal (no carriage-return
+    lines in logs and pipes), which tqdm decides when given None."""
+    return True if not wanted else None
+
+
+def cli_command() -> str:
+    """How the user's shell reaches this CLI: ``nmmo`` when that is on PATH, else the script beside
+    this interpreter (``.venv/bin/nmmo`` inside a checkout), else ``python -m nmmo``."""
+    script = Path(sys.executable).parent / "nmmo"
+    found = shutil.which("nmmo")
+    if found and script.exists() and Path(found).resolve() == script.resolve():
+        return "nmmo"
+    if script.exists():
+        relative = os.path.relpath(script)
+        return relative if not relative.startswith("..") else str(script)
+    return f"{sys.executable} -m nmmo"
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a busy port before any work starts (ValueError saying how to pick another)."""
+    if not 0 < port < 65536:
+        raise ValueError(f"--port must be in 1..65535, got {port}")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            if err.errno in (errno.EADDRINUSE, errno.EACCES):
+                raise ValueError(f"port {port} on {host} is busy (another server?): pick another with --port N "
+                                 "(make demo PORT=N)") from None
+            raise ValueError(f"cannot serve on {host}:{port}: {err.strerror or err}") from None
+
+
+def add_ray_flags(parser: argparse.ArgumentParser) -> None:
+    """`--ray` / `--ray-address ADDR`: the same command on Ray actors, locally or on a cluster."""
+    parser.add_argument("--ray", action="store_true",
+                        help="run the workers as Ray actors (a local Ray with this machine's cores)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="run the workers on this Ray cluster (implies --ray), e.g. ray://head:10001 or auto")
+
+
+def ray_options(args: argparse.Namespace) -> dict:
+    """The backend keyword arguments the Ray flags ask for."""
+    use_ray = args.ray or args.ray_address is not None
+    return {"backend": "ray" if use_ray else "process", "ray_address": args.ray_address}
 
 
 # ------------------------------------------------------------------ maps
@@ -40,7 +123,8 @@ def _cmd_maps_generate(args: argparse.Namespace) -> int:
     out = Path(args.out or f"out/maps/{config.name}")
     totals: dict[str, float] = {}
     start = time.perf_counter()
-    for index in tqdm(range(args.start, args.start + count), desc=f"{args.split} maps", unit="map"):
+    for index in tqdm(range(args.start, args.start + count), desc=f"{args.split} maps", unit="map",
+                      disable=progress_enabled()):
         seed = world.map_seed(config, index, args.split)
         game_map = world.get_map(config, seed, cache=not args.no_cache)
         for name, value in game_map.fractions().items():
@@ -114,12 +198,12 @@ def _cmd_config_diff(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nmmo", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="nmmo", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    maps = sub.add_parser("maps", help="generate, cache and inspect procedural maps")
+    maps = add_command(sub, "maps", "generate, cache and inspect procedural maps")
     maps_sub = maps.add_subparsers(dest="maps_command", required=True)
-    gen = maps_sub.add_parser("generate", help="generate a pool of maps into the cache")
+    gen = add_command(maps_sub, "generate", "generate a pool of maps into the cache")
     gen.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
     gen.add_argument("--n", type=int, default=None, help="how many maps (default: the whole pool)")
     gen.add_argument("--start", type=int, default=0, help="first map index in the pool")
@@ -127,68 +211,60 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--preview", action="store_true", help="write a PNG preview per map")
     gen.add_argument("--out", default=None, help="preview directory (default out/maps/CONFIG)")
     gen.add_argument("--no-cache", action="store_true", help="generate without reading or writing the cache")
-    show = maps_sub.add_parser("show", help="print a map's material fractions and reachability")
+    show = add_command(maps_sub, "show", "print a map's material fractions and reachability")
     show.add_argument("id", type=int, help="map index in the pool")
     show.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
-    show.add_argument("--split", choices=["train", "eval"], default="train")
+    show.add_argument("--split", choices=["train", "eval"], default="train", help="training or held-out pool")
     show.add_argument("--preview", default=None, metavar="PNG", help="also write a PNG preview here")
     for p in (gen, show):
         p.add_argument("--zoom", type=int, default=0, help="pixels per tile (0: at least 256 px wide)")
         p.add_argument("--downscale", type=int, default=1, help="keep every k-th tile in previews")
+        p.set_defaults(check=_check_maps)
     gen.set_defaults(func=_cmd_maps_generate)
     show.set_defaults(func=_cmd_maps_show)
 
-    cfg = sub.add_parser("config", help="list, print and diff configs")
+    cfg = add_command(sub, "config", "list, print and diff configs")
     cfg_sub = cfg.add_subparsers(dest="config_command", required=True)
-    cfg_sub.add_parser("list", help="the canonical task configs").set_defaults(func=_cmd_config_list)
-    show_cfg = cfg_sub.add_parser("show", help="print a config as TOML")
+    add_command(cfg_sub, "list", "the canonical task configs").set_defaults(func=_cmd_config_list)
+    show_cfg = add_command(cfg_sub, "show", "print a config as TOML")
     show_cfg.add_argument("name", help="config name, preset (Small, Medium, Large, Default) or TOML path")
     show_cfg.set_defaults(func=_cmd_config_show)
-    diff = cfg_sub.add_parser("diff", help="keys that differ between two configs")
-    diff.add_argument("a")
-    diff.add_argument("b")
+    diff = add_command(cfg_sub, "diff", "keys that differ between two configs")
+    diff.add_argument("a", help="config name, preset or TOML path")
+    diff.add_argument("b", help="config name, preset or TOML path")
     diff.set_defaults(func=_cmd_config_diff)
 
-    _add_engine_commands(sub)
-    return parser
-
-
-def _add_engine_commands(sub: argparse._SubParsersAction) -> None:
-    """Commands that drive the engine (`run`, `demo`) live in nmmo.runner; `eval` and `tournament`
-    in evaluation.cli."""
-    from evaluation import cli as evaluation_cli
     from nmmo import runner
 
     runner.add_commands(sub)
-    evaluation_cli.add_commands(sub)
+    for plugin in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.name):
+        plugin.load()(sub)
+    return parser
+
+
+def _check_maps(args: argparse.Namespace) -> None:
+    if args.zoom < 0:
+        raise ValueError(f"--zoom must be >= 0 (0: at least 256 px wide), got {args.zoom}")
+    if args.downscale < 1:
+        raise ValueError(f"--downscale must be >= 1, got {args.downscale}")
+    if getattr(args, "n", None) is not None and args.n < 1:
+        raise ValueError(f"--n must be >= 1, got {args.n}")
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Reject nonsense numbers and missing paths before any work starts (ValueError naming the flag)."""
-    command = getattr(args, "command", None)
+    """Reject nonsense numbers and missing paths before any work starts (ValueError naming the flag):
+    the checks every command shares, then the command's own (``check``)."""
     seed = getattr(args, "seed", None)
     if seed is not None and seed < 0:
         raise ValueError(f"--seed must be >= 0, got {seed}")
-    if command == "maps":
-        if args.zoom < 0:
-            raise ValueError(f"--zoom must be >= 0 (0: at least 256 px wide), got {args.zoom}")
-        if args.downscale < 1:
-            raise ValueError(f"--downscale must be >= 1, got {args.downscale}")
-        if getattr(args, "n", None) is not None and args.n < 1:
-            raise ValueError(f"--n must be >= 1, got {args.n}")
-    if command in ("run", "demo") and args.ticks is not None and args.ticks < 1:
-        raise ValueError(f"--ticks must be a positive int, got {args.ticks}")
-    if command == "demo" and args.episodes < 1:
-        raise ValueError(f"--episodes must be a positive int, got {args.episodes}")
-    if command == "serve":
-        low, high = SPEED_RANGE
-        if not low <= args.speed <= high:  # also rejects nan
-            raise ValueError(f"--speed must be in {low:g}..{high:g} ticks per second, got {args.speed:g}")
-        if args.replay_dir is not None and not Path(args.replay_dir).is_dir():
-            what = "is not a directory" if Path(args.replay_dir).exists() else "does not exist"
-            raise ValueError(f"--replay-dir {args.replay_dir} {what}")
-        if args.replay is not None and Path(args.replay).is_dir():
-            raise ValueError(f"--replay {args.replay} is a directory (to serve every replay in it: --replay-dir)")
+    ticks = getattr(args, "ticks", None)
+    if ticks is not None and ticks < 1:
+        raise ValueError(f"--ticks must be a positive int, got {ticks}")
+    episodes = getattr(args, "episodes", None)
+    if episodes is not None and episodes < 1:
+        raise ValueError(f"--episodes must be a positive int, got {episodes}")
+    if getattr(args, "check", None) is not None:
+        args.check(args)
 
 
 def error_line(err: BaseException) -> str:

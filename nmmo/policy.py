@@ -3,7 +3,10 @@
 A policy is built as ``Policy(config)`` and implements ``act(observations) -> actions`` for all the
 agents it controls at once (so it can vectorize), plus an optional ``reset(seed)``. A spec string
 names one: ``random``, ``idle``, ``pkg.module:Class`` (the scripted bots are ``scripted:Forage``
-and friends), ``path/to/file.py:Class`` or ``ckpt:PATH`` (a PPO checkpoint from `nmmo train`).
+and friends), ``path/to/file.py:Class``, or ``SCHEME:ARGUMENT`` for a scheme that a package
+registers in the ``nmmo.policies`` entry point group (pyproject.toml): a function taking the
+argument and returning the policy class. The baselines register ``ckpt:PATH`` (a checkpoint from
+`nmmo train`); the engine itself imports no client.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,19 +68,34 @@ class Idle:
 BUILTIN = {"random": Random, "idle": Idle}
 
 
+#: Entry point group of policy spec schemes (``ckpt:PATH``, ...).
+POLICY_GROUP = "nmmo.policies"
+
+
+def policy_schemes() -> dict[str, Any]:
+    """The registered spec schemes: {name: entry point}."""
+    return {ep.name: ep for ep in entry_points(group=POLICY_GROUP)}
+
+
+def spec_forms() -> str:
+    """Every form a policy spec may take, for help texts."""
+    schemes = ", ".join(f"{name}:..." for name in sorted(policy_schemes()))
+    return ", ".join([*BUILTIN, "pkg.module:Class (e.g. scripted:Forage)", "path/to/file.py:Class"]) + (
+        f", {schemes}" if schemes else "")
+
+
 def load_policy_class(spec: str) -> type:
     """Resolve a policy spec string to a class; errors say which part of the spec failed."""
     if spec in BUILTIN:
         return BUILTIN[spec]
-    if spec.startswith("ckpt:"):
-        path = spec[len("ckpt:"):]
-        if not Path(path).is_file():
-            raise ValueError(f"checkpoint {path!r} does not exist")
+    scheme, sep, argument = spec.partition(":")
+    schemes = policy_schemes() if sep else {}
+    if scheme in schemes:
         try:
-            from baselines.policy import CheckpointPolicy
+            loader = schemes[scheme].load()
         except ImportError as err:
-            raise ValueError(f"ckpt: policies need the [train] extra (torch): {err}") from None
-        return type("Checkpoint", (CheckpointPolicy,), {"path": path})
+            raise ValueError(f"{scheme}: policies need a package that is not installed: {err}") from None
+        return loader(argument)
     if ":" not in spec:
         raise ValueError(f"policy spec {spec!r} is not one of {sorted(BUILTIN)} and has no ':Class' part "
                          "(use pkg.module:Class or path/to/file.py:Class)")

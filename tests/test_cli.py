@@ -142,10 +142,15 @@ def test_serve_checks_its_paths_first(tmp_path, capsys):
 
 
 def test_serve_speed_range_is_the_websocket_range():
-    server = pytest.importorskip("client_server.server")
-    from nmmo import cli
+    pytest.importorskip("client_server.server")
+    import numpy as np
 
-    assert cli.SPEED_RANGE == server.SPEED_RANGE
+    from client_server import cli, packets, protocol
+
+    assert cli.SPEED_RANGE is protocol.SPEED_RANGE  # one definition: serve's check, the commands, the header
+    header = packets.header_packet("live", np.zeros((4, 4), np.uint8), center=2, border=1, ticks=None, tick=0,
+                                   overlays=[], config={})
+    assert header["speed_range"] == list(protocol.SPEED_RANGE)
 
 
 def test_atomic_writes_get_the_umask_mode(tmp_path):

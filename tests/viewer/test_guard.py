@@ -10,7 +10,8 @@ import websockets  # noqa: E402
 
 import nmmo  # noqa: E402
 from client_server.guard import AllowedPeers, normalize_origin  # noqa: E402
-from client_server.server import LiveSession, create_app  # noqa: E402
+from client_server.server import create_app  # noqa: E402
+from client_server.sessions import LiveSession  # noqa: E402
 
 from .conftest import running  # noqa: E402
 

@@ -12,7 +12,9 @@ from fastapi.testclient import TestClient  # noqa: E402
 import nmmo  # noqa: E402
 import scripted  # noqa: E402
 from client_server.packets import SENT_FIELDS  # noqa: E402
-from client_server.server import LiveSession, create_app, parse_command  # noqa: E402
+from client_server.protocol import parse_command  # noqa: E402
+from client_server.server import create_app  # noqa: E402
+from client_server.sessions import LiveSession  # noqa: E402
 from nmmo.replay import load_replay  # noqa: E402
 
 from .conftest import running  # noqa: E402
@@ -160,7 +162,7 @@ def test_twenty_live_viewers_receive_the_same_ticks():
 
 
 def test_a_slow_live_viewer_is_resynchronised_with_a_full_packet():
-    from client_server.server import LiveViewer
+    from client_server.sessions import LiveViewer
 
     conf = nmmo.config.Default().set("PLAYER_N", 8).set("HORIZON", 100)
     session = LiveSession(conf, "scripted:Meander", seed=0)
@@ -181,7 +183,7 @@ def test_a_slow_live_viewer_is_resynchronised_with_a_full_packet():
 
 def test_a_live_run_and_its_replay_send_the_same_overlay_bytes(tmp_path):
     from client_server.packets import overlay_field
-    from client_server.server import REPLAY_OVERLAYS, ReplayViewer, replay_overlay
+    from client_server.sessions import REPLAY_OVERLAYS, ReplayViewer, replay_overlay
 
     conf = nmmo.config.Default().set("PLAYER_N", 24).set("HORIZON", 100)
     session = LiveSession(conf, "scripted:Combat", seed=4, record=True)

@@ -1,0 +1,129 @@
+"""The trainer's hyper-parameters: one dataclass, each field's docstring its `--help`.
+
+`Args` lives apart from the trainer (`baselines.ppo`, which re-exports it) so that the `nmmo`
+command can build `nmmo train`'s flags without importing torch. `add_arguments` makes one flag per
+field (CleanRL's habit, read from the field docstrings), `args_from` turns parsed flags back into
+`Args`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+from dataclasses import dataclass, field
+
+#: Fields whose flags take only these values.
+CHOICES = {"backend": ("process", "ray"), "device": ("cpu", "cuda"), "league_sampling": ("uniform", "latest", "rating")}
+#: Fields that are not flags (set from Python only).
+NOT_FLAGS = ("extra",)
+
+
+@dataclass
+class Args:
+    config: str = "train_small"
+    """Config name, preset or TOML path of the training envs."""
+    env: str | None = None
+    """The env class, as pkg.module:Class or path/to/file.py:Class: an `nmmo.Env` subclass with your
+    own `reward` (the custom-reward recipe). None: `nmmo.Env` and its default reward."""
+    num_envs: int = 8
+    """Envs stepped together (8 x 64 slots amortizes per-call overheads: 22k+ agent-steps/s rollouts)."""
+    workers: int = 0
+    """Env worker processes (0: step them in the trainer's process); with backend "ray", Ray actors."""
+    backend: str = "process"
+    """Where env workers run: "process" (this machine) or "ray" (Ray actors, local or a cluster)."""
+    ray_address: str | None = None
+    """An existing Ray cluster for backend "ray" (None: start a local one)."""
+    rollout_len: int = 64
+    """Ticks per rollout (also the length of the replayed LSTM sequences)."""
+    minutes: float = 20.0
+    """Wall-clock training budget."""
+    total_steps: int = 0
+    """Stop after this many agent-steps (0: only the time budget)."""
+    iterations: int = 0
+    """Stop after this many PPO iterations (0: no limit)."""
+    hidden: int = 64
+    """LSTM hidden size (and width of the fused state)."""
+    lr: float = 3e-4
+    """Adam learning rate."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda (bias/variance of the advantage estimates)."""
+    clip: float = 0.2
+    """PPO's clipping of the probability ratio."""
+    ent_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Gradients are clipped to this global norm."""
+    resource_reward: float = 0.02
+    """Shaping: reward per unit of food or water gained by eating or drinking (not by looting), on top
+    of the env's -1 at death. 0 trains on the env reward alone, which teaches agents to stand still."""
+    epochs: int = 2
+    """PPO epochs per rollout."""
+    minibatches: int = 4
+    """Minibatches per epoch (each a set of whole slot sequences)."""
+    seed: int = 0
+    """Seed of the envs, the network's initialisation and the minibatch shuffles."""
+    device: str = "cpu"
+    """Torch device of the network: cpu, or cuda on a GPU machine."""
+    threads: int = 2
+    """torch threads."""
+    out: str = "out/train"
+    """Directory for the checkpoint, logs and curves."""
+    resume: bool = False
+    """Continue from out/checkpoint.pt."""
+    wandb: bool = False
+    """Log to Weights & Biases too (offline unless WANDB_MODE says otherwise)."""
+    league: bool = False
+    """Population play: train against a league of past snapshots and scripted bots (`baselines.league`)."""
+    league_sampling: str = "uniform"
+    """How each env's opponent is drawn from the league: uniform, latest or rating (matched)."""
+    league_snapshot_every: int = 10
+    """Iterations between frozen snapshots of the learner joining the league."""
+    league_bots: tuple[str, ...] = ("scripted:Forage", "scripted:Combat")
+    """Policy specs in the league from the start (scripted:Combat anchors its SR)."""
+    progress: bool = True
+    """Show a progress bar (in a terminal)."""
+    extra: dict = field(default_factory=dict)
+    """Free-form notes stored with the run (not a flag)."""
+
+
+def field_docs() -> dict[str, str]:
+    """Each field's docstring (the string literal under it in the class body)."""
+    body = ast.parse(inspect.getsource(Args)).body[0].body
+    docs = {}
+    for node, following in zip(body, [*body[1:], None], strict=True):
+        if isinstance(node, ast.AnnAssign) and isinstance(following, ast.Expr):
+            docs[node.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def add_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """One flag per `Args` field (but `skip`), its docstring as help and its default."""
+    docs = field_docs()
+    for f in dataclasses.fields(Args):
+        if f.name in NOT_FLAGS or f.name in skip:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        common = {"default": default, "help": docs[f.name]}
+        if f.type in ("bool", bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **common)
+        elif str(f.type).startswith("tuple"):
+            parser.add_argument(flag, nargs="+", **common)
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type).split(" |")[0], str)
+            parser.add_argument(flag, type=kind, choices=CHOICES.get(f.name), **common)
+
+
+def args_from(namespace: argparse.Namespace, **overrides) -> Args:
+    """`Args` from parsed flags (fields without a flag keep their defaults), then `overrides`."""
+    names = {f.name for f in dataclasses.fields(Args)}
+    values = {k: v for k, v in vars(namespace).items() if k in names}
+    if isinstance(values.get("league_bots"), list):
+        values["league_bots"] = tuple(values["league_bots"])
+    return Args(**{**values, **overrides})

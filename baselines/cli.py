@@ -1,0 +1,50 @@
+"""`nmmo train`: the recurrent PPO baseline, every `Args` field a flag (registered in the
+``nmmo.commands`` entry point group; torch is imported only when the command runs)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from baselines.args import add_arguments, args_from
+from nmmo.cli import add_command, add_ray_flags, console, ray_options
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    try:
+        from baselines.ppo import train
+    except ImportError as err:
+        raise ValueError(f"training needs the [train] extra (pip install torch==2.13.0, then -e '.[train]'): "
+                         f"{err}") from None
+    summary = train(args_from(args, **ray_options(args)))
+    last = summary["history"][-1] if summary["history"] else {}
+    lifetime = last.get("lifetime", float("nan"))
+    console.print(f"trained {summary['iterations']} iterations, {summary['steps']:,} agent-steps "
+                  f"({summary['parameters']:,} parameters); last mean lifetime {lifetime:.1f}; "
+                  f"checkpoint {summary['checkpoint']}; curves {args.out}/curves.png", highlight=False)
+    if "league" in summary:
+        console.print(league_table(summary["league"]))
+        console.print(f"league: {args.out}/league.json, {args.out}/league.png", highlight=False)
+    return 0
+
+
+def league_table(rows: list[dict]) -> Table:
+    """The league after training: every member's SR, mu, sigma and match record."""
+    table = Table(title="League (SR 1500 = scripted:Combat)")
+    table.add_column("policy", overflow="fold")
+    for name in ("SR", "mu", "sigma", "W", "L", "D", "joined"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(row["policy"], f"{row['sr']:.0f}", f"{row['mu']:.2f}", f"{row['sigma']:.2f}", str(row["wins"]),
+                      str(row["losses"]), str(row["draws"]), str(row["added"]))
+    return table
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """`nmmo train`."""
+    train = add_command(sub, "train", "train the recurrent PPO baseline (needs the [train] extra); every "
+                        "hyper-parameter of baselines.args.Args is a flag")
+    add_arguments(train, skip=("backend", "ray_address"))  # --ray / --ray-address say where workers run
+    add_ray_flags(train)
+    train.set_defaults(func=_cmd_train)

@@ -1,0 +1,95 @@
+"""`nmmo serve`: the 3D viewer on a replay, a directory of replays or a live run.
+
+Registered in the ``nmmo.commands`` entry point group; FastAPI and uvicorn (the [serve] extra)
+are imported only when the command runs, so `nmmo --help` works without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from client_server.guard import normalize_origin
+from client_server.protocol import SPEED_RANGE
+from nmmo import config as config_module
+from nmmo.cli import add_command, check_port, console
+
+
+def add_allow_origin(parser: argparse.ArgumentParser) -> None:
+    """`--allow-origin ORIGIN` (repeatable): pages besides the viewer's own that may use the server."""
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also accept websockets and requests from this origin, e.g. http://myhost:8000 "
+                             "(repeatable; by default only the viewer's own page on 127.0.0.1/localhost)")
+
+
+def add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """Where to serve: --host, --port, --allow-origin."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port to serve on")
+    add_allow_origin(parser)
+
+
+def check_server_flags(args: argparse.Namespace) -> None:
+    """Bad origins and a busy port fail before any work starts."""
+    for origin in args.allow_origin:
+        normalize_origin(origin)
+    check_port(args.host, args.port)
+
+
+def _check_serve(args: argparse.Namespace) -> None:
+    low, high = SPEED_RANGE
+    if not low <= args.speed <= high:  # also rejects nan
+        raise ValueError(f"--speed must be in {low:g}..{high:g} ticks per second, got {args.speed:g}")
+    if args.live == (args.replay is not None or args.replay_dir is not None):
+        raise ValueError("give either --live or --replay PATH / --replay-dir DIR")
+    if args.replay_dir is not None and not Path(args.replay_dir).is_dir():
+        what = "is not a directory" if Path(args.replay_dir).exists() else "does not exist"
+        raise ValueError(f"--replay-dir {args.replay_dir} {what}")
+    if args.replay is not None and Path(args.replay).is_dir():
+        raise ValueError(f"--replay {args.replay} is a directory (to serve every replay in it: --replay-dir)")
+    check_server_flags(args)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Serve the viewer as `args` ask (replay, replay directory or live run); blocks until Ctrl-C."""
+    try:
+        from client_server.server import create_app, serve
+        from client_server.sessions import LiveSession
+    except ImportError as err:
+        raise ValueError(f"the viewer server needs the [serve] extra (pip install -e '.[serve]'): {err}") from None
+
+    url = f"http://{args.host}:{args.port}/"
+    guard = {"host": args.host, "port": args.port, "allow_origins": args.allow_origin}
+    if args.live:
+        session = LiveSession(config_module.resolve(args.config), args.policy, seed=args.seed, speed=args.speed)
+        app, url = create_app(live=session, **guard), url + "?live=1"
+    else:
+        directory = Path(args.replay_dir) if args.replay_dir else Path(args.replay).parent
+        if args.replay and Path(args.replay).parent.resolve() != directory.resolve():
+            raise ValueError(f"--replay {args.replay} is not inside --replay-dir {directory}")
+        if args.replay:
+            from nmmo.replay import load_replay
+
+            load_replay(args.replay)  # a clear error now beats a blank viewer later
+            url += f"?replay={Path(args.replay).name}"
+        app = create_app(replay_dir=directory, **guard)
+    console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)
+    serve(app, host=args.host, port=args.port)
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """`nmmo serve`."""
+    from nmmo.policy import spec_forms
+
+    srv = add_command(sub, "serve", "serve the 3D viewer for a replay, a directory of replays or a live run")
+    srv.add_argument("--replay", default=None, metavar="PATH", help="a .replay file to watch")
+    srv.add_argument("--replay-dir", default=None, metavar="DIR", help="serve every replay in DIR")
+    srv.add_argument("--live", action="store_true", help="run a simulation and stream it")
+    srv.add_argument("--config", default="small_maps", help="live: config name, preset or TOML path")
+    srv.add_argument("--policy", default="scripted:Combat",
+                     help=f"live: the policy driving every agent ({spec_forms()})")
+    srv.add_argument("--seed", type=int, default=0, help="live: env and policy seed")
+    srv.add_argument("--speed", type=float, default=10.0, help="live: ticks per second")
+    add_server_flags(srv)
+    srv.set_defaults(func=serve_command, check=_check_serve)

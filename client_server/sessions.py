@@ -1,0 +1,284 @@
+"""Viewer sessions: a replay's playback for one viewer, and a live run shared by all its viewers.
+
+- `ReplayViewer`: one viewer's playback of a replay (play, pause, step, seek, speed, overlays).
+- `LiveSession`: one shared simulation (an env driven by a policy) ticking at a chosen rate in a
+  worker thread; every `LiveViewer` gets the same packets through its own queue.
+
+Built-in overlays come from `nmmo.overlays.builtin_heatmap` for both, so a live run and its replay
+show the same picture. Sessions only read the engine's state; they never change it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+import numpy as np
+from fastapi import WebSocket
+
+from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
+from client_server.protocol import CommandError
+from nmmo.overlays import BUILTIN as BUILTIN_OVERLAYS
+from nmmo.overlays import add_visits, builtin_heatmap
+from nmmo.replay import capture
+
+#: Built-in overlays change every tick; viewers get them again at most this often (seconds).
+BUILTIN_REFRESH_S = 1.0
+REPLAY_OVERLAYS = BUILTIN_OVERLAYS
+
+
+def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None) -> tuple[np.ndarray, float, float] | None:
+    """A replay's overlay at `tick`: recorded user overlays, or a built-in computed from its frame
+    by `nmmo.overlays.builtin_heatmap`, as the live env computes it."""
+    from nmmo.replay import quantize
+
+    if name in replay.overlay_names:
+        return replay.overlay_at(name, tick)
+    if name not in BUILTIN_OVERLAYS:
+        return None
+    header = replay.header
+    heat = builtin_heatmap(name, replay.frame(tick), replay.material_at(tick), int(header["border"]),
+                           int(header["center"]), visits)
+    return quantize(heat)
+
+
+class ReplayViewer:
+    """One viewer's playback of a replay."""
+
+    def __init__(self, websocket: WebSocket, replay, name: str) -> None:
+        self.ws, self.replay, self.name = websocket, replay, name
+        self.tick, self.playing, self.speed = 0, False, 10.0
+        self.overlay: str | None = None
+        self.follow: int | None = None
+        self.visits = np.zeros((replay.size, replay.size), dtype=np.float32)
+        self.visits_upto = -1
+        self.overlay_sent_at = -1e9
+        self.wake = asyncio.Event()
+
+    def _accumulate_visits(self, tick: int) -> None:
+        if tick < self.visits_upto:
+            self.visits[:] = 0
+            self.visits_upto = -1
+        for t in range(self.visits_upto + 1, tick + 1):
+            add_visits(self.visits, self.replay.frame(t))
+        self.visits_upto = tick
+
+    async def send_header(self) -> None:
+        header = self.replay.header
+        overlays = [*REPLAY_OVERLAYS, *self.replay.overlay_names]
+        await self.ws.send_text(dumps(header_packet(
+            "replay", self.replay.material_at(self.tick), center=header["center"], border=header["border"],
+            ticks=self.replay.ticks, tick=self.tick, overlays=overlays,
+            config={"name": header.get("config_name"), "PLAYER_N": header.get("n_players"),
+                    "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed"),
+                    "policies": header.get("policies"), "team_policy": header.get("team_policy")})))
+
+    async def send_tick(self, full: bool) -> None:
+        frame = self.replay.frame(self.tick)
+        previous = None if full or self.tick == 0 else self.replay.frame(self.tick - 1)
+        tiles = None if full else self.replay.tile_changes(self.tick)
+        text = dumps(tick_packet(self.tick, frame, previous, tiles))
+        if self.overlay is not None:
+            loop = asyncio.get_running_loop()
+            user = self.overlay in self.replay.overlay_names
+            if full or not user or loop.time() - self.overlay_sent_at >= BUILTIN_REFRESH_S or (
+                    user and self.tick in self.replay.overlay_index[:, 0]):
+                self.overlay_sent_at = loop.time()
+                if self.overlay == "visits":
+                    self._accumulate_visits(self.tick)
+                text = with_overlay(text, overlay_field(
+                    self.overlay, quantized=replay_overlay(self.replay, self.overlay, self.tick, self.visits)))
+        await self.ws.send_text(text)
+
+    async def send_status(self) -> None:
+        await self.ws.send_text(dumps({"type": "status", "playing": self.playing, "speed": self.speed,
+                                       "tick": self.tick, "ticks": self.replay.ticks, "overlay": self.overlay,
+                                       "follow": self.follow}))
+
+    async def handle(self, command: dict) -> None:
+        name = command["cmd"]
+        if name == "play":
+            self.playing = True
+        elif name == "pause":
+            self.playing = False
+        elif name == "speed":
+            self.speed = command["value"]
+        elif name == "step":
+            self.playing = False
+            if self.tick < self.replay.ticks:
+                self.tick += 1
+                await self.send_tick(full=False)
+        elif name == "seek":
+            if command["tick"] > self.replay.ticks:
+                raise CommandError(f"tick {command['tick']} is past the end of this replay ({self.replay.ticks})")
+            self.tick = command["tick"]
+            await self.send_tick(full=True)
+        elif name == "overlay":
+            if command["name"] is not None and command["name"] not in (*REPLAY_OVERLAYS, *self.replay.overlay_names):
+                raise CommandError(f"no overlay named {command['name']!r}")
+            self.overlay = command["name"]
+            self.overlay_sent_at = -1e9
+            if self.overlay is None:
+                await self.ws.send_text(with_overlay(dumps(empty_tick(self.tick)), overlay_field(None)))
+            else:
+                await self.send_tick(full=True)
+        elif name == "follow":
+            self.follow = command["id"]
+        self.wake.set()
+        await self.send_status()
+
+    async def play_loop(self) -> None:
+        while True:
+            if self.playing and self.tick < self.replay.ticks:
+                self.tick += 1
+                await self.send_tick(full=False)
+                if self.tick >= self.replay.ticks:
+                    self.playing = False
+                    await self.send_status()
+                await asyncio.sleep(1.0 / self.speed)
+            else:
+                self.wake.clear()
+                await self.wake.wait()
+
+
+# ------------------------------------------------------------------ live
+class LiveSession:
+    """A shared simulation: an env driven by one policy, ticking in a thread at `speed` ticks/s."""
+
+    def __init__(self, config, policy_spec: str = "scripted:Combat", seed: int = 0, speed: float = 10.0,
+                 record: bool = False) -> None:
+        import nmmo
+        from nmmo.policy import load_policy_class
+
+        self.env = nmmo.Env(config, seed=seed, record=record)
+        self.policy = load_policy_class(policy_spec)(self.env.config)
+        if hasattr(self.policy, "reset"):
+            self.policy.reset(seed)
+        self.policy_spec = policy_spec
+        self.obs, _ = self.env.reset()
+        self.frame = capture(self.env.realm.state)
+        self.material = self.env.realm.state.tiles.material.copy()
+        self.tick_json = dumps(tick_packet(0, self.frame, None))
+        self.playing, self.speed = True, speed
+        self.viewers: set[LiveViewer] = set()
+        self.lock = threading.Lock()
+        self.step_requests = 0
+        self.task: asyncio.Task | None = None
+
+    def header(self) -> dict:
+        config = self.env.config
+        return header_packet("live", self.material, center=config.MAP_CENTER, border=config.MAP_BORDER, ticks=None,
+                             tick=self.env.realm.state.tick, overlays=self.env.overlays.names(),
+                             config={"name": config.name, "PLAYER_N": config.PLAYER_N,
+                                     "NPC_N": config.NPC_N if config.has("NPC") else 0,
+                                     "HORIZON": config.HORIZON, "policy": self.policy_spec,
+                                     "policies": [self.policy_spec]})
+
+    def advance(self) -> tuple[str, bool]:
+        """One tick (runs in a worker thread); returns the encoded packet and whether the world reset."""
+        with self.lock:
+            env = self.env
+            reset = False
+            if env.done or not env.agents:
+                self.obs, _ = env.reset()
+                reset = True
+            else:
+                actions = self.policy.act({a: o for a, o in self.obs.items() if a in env.agents})
+                self.obs, *_ = env.step(actions)
+            frame = capture(env.realm.state)
+            material = env.realm.state.tiles.material
+            changed = np.flatnonzero(material.ravel() != self.material.ravel())
+            tiles = np.stack([changed, material.ravel()[changed]], axis=1)
+            self.material = material.copy()
+            packet = tick_packet(env.realm.state.tick, frame, None if reset else self.frame, None if reset else tiles)
+            self.frame = frame
+            self.tick_json = dumps(packet)
+            return self.tick_json, reset
+
+    def full_packet(self) -> str:
+        """The current state as a full tick packet."""
+        with self.lock:
+            return dumps(tick_packet(self.env.realm.state.tick, self.frame, None))
+
+    def overlay(self, name: str) -> dict:
+        with self.lock:
+            return overlay_field(name, self.env.overlays.get(name))
+
+    async def run(self) -> None:
+        while True:
+            if self.playing or self.step_requests:
+                self.step_requests = max(0, self.step_requests - 1)
+                start = asyncio.get_running_loop().time()
+                text, reset = await asyncio.to_thread(self.advance)
+                for viewer in list(self.viewers):
+                    viewer.push(text, reset)
+                elapsed = asyncio.get_running_loop().time() - start
+                await asyncio.sleep(max(0.0, 1.0 / self.speed - elapsed))
+            else:
+                await asyncio.sleep(0.02)
+
+    def status(self) -> dict:
+        return {"type": "status", "playing": self.playing, "speed": self.speed, "tick": self.env.realm.state.tick,
+                "ticks": None}
+
+
+class LiveViewer:
+    """One viewer of the live session: an outgoing queue drained by its own sender task."""
+
+    def __init__(self, websocket: WebSocket, session: LiveSession) -> None:
+        self.ws, self.session = websocket, session
+        self.queue: asyncio.Queue = asyncio.Queue(maxsize=256)
+        self.overlay: str | None = None
+        self.follow: int | None = None
+        self.overlay_sent_at = -1e9
+        self.needs_full = False
+
+    def push(self, text: str, reset: bool) -> None:
+        if reset:
+            self._put(dumps(self.session.header()))
+        if self.needs_full:  # it missed a delta: resynchronise it with the whole state
+            self.needs_full = False
+            text = self.session.full_packet()
+        if self.overlay is not None:
+            now = asyncio.get_running_loop().time()
+            user = self.overlay in self.session.env.overlays.user_names()
+            if user or now - self.overlay_sent_at >= BUILTIN_REFRESH_S:
+                self.overlay_sent_at = now
+                text = with_overlay(text, self.session.overlay(self.overlay))
+        self._put(text)
+
+    def _put(self, text: str) -> None:
+        if self.queue.full():  # a slow viewer drops old packets rather than stalling everyone
+            with contextlib.suppress(asyncio.QueueEmpty):
+                self.queue.get_nowait()
+                self.needs_full = True
+        self.queue.put_nowait(text)
+
+    async def sender(self) -> None:
+        while True:
+            await self.ws.send_text(await self.queue.get())
+
+    async def handle(self, command: dict) -> None:
+        session, name = self.session, command["cmd"]
+        if name == "play":
+            session.playing = True
+        elif name == "pause":
+            session.playing = False
+        elif name == "step":
+            session.playing = False
+            session.step_requests += 1
+        elif name == "speed":
+            session.speed = command["value"]
+        elif name == "seek":
+            raise CommandError("seek works on replays only; a live run cannot go back")
+        elif name == "overlay":
+            if command["name"] is not None and command["name"] not in session.env.overlays.names():
+                raise CommandError(f"no overlay named {command['name']!r}")
+            self.overlay = command["name"]
+            self.overlay_sent_at = -1e9
+            if self.overlay is None:
+                self._put(with_overlay(dumps(empty_tick(session.env.realm.state.tick)), overlay_field(None)))
+        elif name == "follow":
+            self.follow = command["id"]
+        self._put(dumps({**session.status(), "overlay": self.overlay, "follow": self.follow}))

@@ -1,0 +1,79 @@
+"""`nmmo demo`: the main job on embedded defaults, and what `make demo` runs.
+
+A held-out map (generated, previewed as a PNG), a tournament of the scripted bots in the canonical
+format recording a replay per episode, the leaderboard, and with ``--serve`` the 3D viewer on the
+first replay (`client_server`), until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from nmmo import config as config_module
+from nmmo.cli import add_command, cli_command, console
+
+DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
+
+
+def _check_demo(args: argparse.Namespace) -> None:
+    if args.serve:  # a bad origin or a busy port fails now, not after the tournament
+        from client_server.cli import check_server_flags
+
+        check_server_flags(args)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from evaluation.results import save_results
+    from evaluation.tables import print_tournament, wide_console
+    from evaluation.tournament import run_tournament
+    from nmmo import world
+
+    config = config_module.resolve(args.config)
+    console.rule(f"nmmo demo: {config.name}")
+    start = time.perf_counter()
+    game_map = world.get_map(config, world.map_seed(config, 0, "eval"))
+    stats = world.map_stats(game_map)
+    preview = world.preview_png(game_map, args.out / "demo_map.png")
+    console.print(f"1. generated held-out map 0 ({game_map.size}x{game_map.size}, seed {game_map.seed}) in "
+                  f"{time.perf_counter() - start:.2f} s: water {stats['fractions']['water']:.2f}, forest "
+                  f"{stats['fractions']['forest']:.2f}, {stats['reachable_fraction']:.0%} of walkable tiles "
+                  f"reachable from spawns; preview {preview}")
+    ticks = config.HORIZON if args.ticks is None else args.ticks
+    console.print(f"2. tournament: {', '.join(DEMO_POLICIES)} share {config.PLAYER_N} agents in equal shares with "
+                  f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {ticks} "
+                  "ticks on held-out maps, ranked by achievement then lifetime, rated with TrueSkill")
+    replays = args.out / "replays"
+    results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=ticks, seed=0,
+                             workers=args.workers, record_dir=str(replays))
+    print_tournament(wide_console(), results)
+    paths = save_results(results, args.out)
+    console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
+                  highlight=False)
+    if not args.serve:
+        console.print(f"4. watch an episode: {cli_command()} serve --replay {replays / 'episode_000.replay'}",
+                      highlight=False)
+        return 0
+    from client_server.cli import serve_command
+
+    console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)", highlight=False)
+    args.replay, args.replay_dir, args.live = str(replays / "episode_000.replay"), str(replays), False
+    return serve_command(args)
+
+
+def add_command_to(subparsers: argparse._SubParsersAction) -> None:
+    """`nmmo demo`."""
+    demo = add_command(subparsers, "demo", "the main job on embedded defaults: a map, a recorded tournament of the "
+                       "scripted bots, its leaderboard, and with --serve the viewer on it")
+    demo.add_argument("--config", default="tournament", help="config name, preset or TOML path (tournament: the "
+                      "canonical format)")
+    demo.add_argument("--ticks", type=int, default=None, help="ticks per tournament episode (None: the HORIZON)")
+    demo.add_argument("--episodes", type=int, default=4, help="tournament episodes")
+    demo.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
+    demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where outputs go")
+    demo.add_argument("--serve", action="store_true", help="end by serving the viewer on the first episode")
+    from client_server.cli import add_server_flags
+
+    add_server_flags(demo)
+    demo.set_defaults(func=_cmd_demo, check=_check_demo)
