@@ -336,20 +336,7 @@ class Env(ParallelEnv):
         state = self.realm.state
         feats = self._builder.entity_features(state)
         self._builder.build(state, live, out, feats)
-        if died.size:
-            ent, occupancy = state.entities, state.tiles.occupancy
-            free = occupancy[ent.row[died], ent.col[died]] < 0
-            rows, cols = ent.row[died][free], ent.col[died][free]
-            occupancy[rows, cols] = died[free]
-            try:
-                self._builder.build(state, died, out, feats)
-            finally:
-                occupancy[rows, cols] = -1
-            out.move_mask[died] = 0
-            out.move_mask[died, Direction.STAY] = 1
-            out.style_mask[died] = 0
-            out.target_mask[died] = 0
-            out.target_mask[died, self.n_obs] = 1
+        self._builder.build(state, died, out, feats, died=True)
         return out
 
     def _obs_dicts(self, slots: np.ndarray) -> dict[int, dict]:

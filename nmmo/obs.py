@@ -10,6 +10,7 @@ handed out earlier never change.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,8 +81,7 @@ class ObservationBuilder:
         self.combat = config.has("Combat")
         self.reach = reaches(config) if self.combat else np.zeros(3, dtype=np.int64)
         self.max_reach = int(self.reach.max())
-        self._pool: list[Observations] = []
-        self._free_refcounts: tuple[int, ...] | None = None
+        self._pool = RecyclingPool(self.allocate)
         self.enterable = enterable(config)
         self._windows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -96,20 +96,12 @@ class ObservationBuilder:
         return cached[1]
 
     def acquire(self, slots: np.ndarray) -> Observations:
-        """A zeroed buffer set. Reuses a pooled one only when nothing outside the pool references it
-        or any of its arrays (a user's per-agent views pin their buffer), clearing just the rows it
-        wrote last time; otherwise allocates. So observations handed out never change under their
-        holder, and the steady state touches no fresh memory (page faults cost more than the work).
-        `slots` are the rows about to be rebuilt (their tiles need no clearing)."""
-        for buffer in self._pool:
-            if _refcounts(buffer) == self._free_refcounts:
-                self._clear(buffer, slots)
-                return buffer
-        buffer = self.allocate()
-        if len(self._pool) < 4:
-            self._pool.append(buffer)
-            if self._free_refcounts is None:
-                self._free_refcounts = _refcounts(buffer)
+        """A zeroed buffer set from the pool (`RecyclingPool`): a recycled one is cleared of just
+        the rows it wrote last time. `slots` are the rows about to be rebuilt (their tiles need no
+        clearing)."""
+        buffer, recycled = self._pool.take()
+        if recycled:
+            self._clear(buffer, slots)
         return buffer
 
     def _clear(self, buffer: Observations, rebuilt: np.ndarray) -> None:
@@ -157,8 +149,11 @@ class ObservationBuilder:
         feats[:, EntityAttr.DEFENSE] = ent.level[:, Skill.DEFENSE]
         return feats
 
-    def build(self, state: State, slots: np.ndarray, out: Observations, feats: np.ndarray | None = None) -> None:
-        """Write observations of the agents in `slots` (entity rows) into `out`."""
+    def build(self, state: State, slots: np.ndarray, out: Observations, feats: np.ndarray | None = None,
+              died: bool = False) -> None:
+        """Write observations of the agents in `slots` (entity rows) into `out`. With `died`, they
+        are agents removed this tick: each sees itself on its last tile (unless another entity
+        stands there now) and may only stay, with no attack; the state is not touched."""
         if slots.size == 0:
             return
         ent, tiles = state.entities, state.tiles
@@ -169,7 +164,10 @@ class ObservationBuilder:
         # Tiles, row-major crop: indexing a sliding-window view copies whole window rows, about
         # twice as fast as gathering single tiles with flat indices.
         top, left = rows - self.radius, cols - self.radius
-        occ_rm = self._window(tiles.occupancy)[top, left].reshape(slots.size, -1)
+        occ_rm = self._window(tiles.occupancy)[top, left].reshape(slots.size, -1)  # a copy (fancy indexing)
+        if died:
+            centre = occ_rm[:, self.radius * self.side + self.radius]
+            centre[centre < 0] = slots[centre < 0]
         tile = np.empty((slots.size, occ_rm.shape[1], N_TILE_ATTRS), dtype=np.int16)
         tile[:, :, TileAttr.MATERIAL] = self._window(tiles.material)[top, left].reshape(slots.size, -1)
         tile[:, :, TileAttr.OCCUPIED] = occ_rm >= 0
@@ -209,12 +207,45 @@ class ObservationBuilder:
         free = (tiles.occupancy[nr, nc] < 0) | (material == Material.LAVA)
         movable = self.enterable[material] & free
         movable &= ~is_frozen(ent.freeze_end[slots], state.tick)[:, None]
-        out.move_mask[slots, :4] = movable
+        out.move_mask[slots, :4] = movable & (not died)
         out.move_mask[slots, 4] = 1
+        if died:
+            out.style_mask[slots] = 0
+            out.target_mask[slots, : self.n_obs] = 0
 
 
-def _refcounts(buffer: Observations) -> tuple[int, ...]:
-    return (sys.getrefcount(buffer), *(sys.getrefcount(a) for a in buffer.arrays()))
+class RecyclingPool:
+    """Observation buffers that are recycled only once nobody outside the pool holds them.
+
+    The env hands out observations as views of a buffer's arrays (the dict API's per-agent arrays,
+    the batched API's stacked ones), and promises they never change under their holder. A view
+    keeps a reference to its array, so while a user holds any observation of a buffer, the
+    reference counts of the buffer or of its arrays exceed what the pool alone holds, and the pool
+    hands out another buffer (allocating one if needed, keeping up to `size`). Recycling matters:
+    the page faults of fresh memory cost more than building the observations (docs/benchmarks.md).
+    CPython's `sys.getrefcount` is the one place this relies on; it is read here and nowhere else.
+    """
+
+    def __init__(self, allocate: Callable[[], Observations], size: int = 4) -> None:
+        self.allocate, self.size = allocate, size
+        self.buffers: list[Observations] = []
+        self._free: tuple[int, ...] | None = None  # reference counts of a buffer nobody else holds
+
+    def take(self) -> tuple[Observations, bool]:
+        """A buffer nobody outside holds, and whether it was used before (then it needs clearing)."""
+        for buffer in self.buffers:
+            if self._counts(buffer) == self._free:
+                return buffer, True
+        buffer = self.allocate()
+        if len(self.buffers) < self.size:
+            self.buffers.append(buffer)
+            if self._free is None:
+                self._free = self._counts(buffer)
+        return buffer, False
+
+    @staticmethod
+    def _counts(buffer: Observations) -> tuple[int, ...]:
+        return (sys.getrefcount(buffer), *(sys.getrefcount(a) for a in buffer.arrays()))
 
 
 def as_index(slots: np.ndarray) -> slice | np.ndarray:

@@ -45,26 +45,27 @@ class Realm:
         self.state.map_seed = game_map.seed
         spawn.spawn_initial_players(self.state, self.config, rng)
         if self.config.has("NPC"):
-            spawn.spawn_npcs(self.state, self.config, rng, attempts=4 * self.config.NPC_N)
+            spawn.spawn_npcs(self.state, self.config, rng, attempts=4 * self.config.NPC_N, born=self.state.tick)
 
     def tick(self, directions: np.ndarray, styles: np.ndarray, targets: np.ndarray,
              rng: np.random.Generator, respawn: bool = True) -> TickResult:
-        """Advance one tick. The arrays have one entry per entity row; NPC rows are overwritten by
-        the NPC AI; `respawn=False` skips player respawns (the env's last tick). Order: NPCs
-        decide, entities update, attacks, moves, spawns, dead removed, forests regrow, tick + 1."""
+        """Advance one tick. The arrays have one entry per entity row (NPC rows are ignored: the NPC
+        AI acts for them; the arrays themselves are not changed); `respawn=False` skips player
+        respawns (the env's last tick). Order: NPCs decide, entities update, attacks, moves,
+        spawns, dead removed, forests regrow, tick + 1."""
         state, config = self.state, self.config
         ent = state.entities
-        npc.decide(state, config, rng, directions, styles, targets)  # from last tick's state
+        directions, styles, targets = directions.copy(), styles.copy(), targets.copy()
+        rows, *npc_actions = npc.decide(state, config, rng)  # from last tick's state
+        directions[rows], styles[rows], targets[rows] = npc_actions
         _clear_tick_columns(ent)
         resource.update(state, config)  # food, water, harvest, drink, starve, regenerate, XP
         log = combat.resolve(state, config, styles, targets, rng)  # all attacks, start-of-tick positions
         movement.resolve(state, config, directions, rng)  # all moves, conflicts by random priority
         _update_explore(ent)
         spawned = spawn.respawn_players(state, config, rng) if respawn else np.zeros(0, dtype=np.int64)
-        npcs = spawn.spawn_npcs(state, config, rng, config.NPC_SPAWN_ATTEMPTS if config.has("NPC") else 0)
-        # entities born during tick t are first seen at t + 1: their time alive counts from there
-        ent.spawn_tick[spawned] = state.tick + 1
-        ent.spawn_tick[npcs] = state.tick + 1
+        spawn.spawn_npcs(state, config, rng, config.NPC_SPAWN_ATTEMPTS if config.has("NPC") else 0,
+                         born=state.tick + 1)  # first seen next tick
         dead = spawn.remove_dead(state)
         resource.regrow_forests(state, config, rng)
         state.tick += 1

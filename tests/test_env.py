@@ -9,8 +9,8 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import nmmo
 from nmmo import config
-from nmmo.enums import EntityAttr, Material, TileAttr
-from nmmo.rules import WALKABLE
+from nmmo.enums import EntityAttr, TileAttr
+from nmmo.testing import check_env, random_actions
 
 
 class AllSmall(config.Small, config.Resource, config.Combat, config.Progression, config.NPC):
@@ -21,23 +21,6 @@ class TeamSmall(config.Small, config.Resource, config.Combat):
     PLAYER_TEAM_SIZE = 4
     PLAYER_TEAM_SPIRIT = 0.5
     COMBAT_FRIENDLY_FIRE = False
-
-
-def random_actions(env, obs, rng):
-    """Random valid actions from the masks (the way the benchmarks drive the env)."""
-    actions = {}
-    for agent, ob in obs.items():
-        if agent not in env.agents:
-            continue
-        masks = ob["ActionTargets"]
-        move = rng.choice(np.flatnonzero(masks["Move"]["Direction"]))
-        targets = np.flatnonzero(masks["Attack"]["Target"])
-        styles = np.flatnonzero(masks["Attack"]["Style"])
-        action = {"Move": {"Direction": int(move)}}
-        if styles.size and targets.size > 1:
-            action["Attack"] = {"Style": int(rng.choice(styles)), "Target": int(rng.choice(targets[:-1]))}
-        actions[agent] = action
-    return actions
 
 
 @pytest.mark.parametrize("conf", [config.Small, AllSmall, TeamSmall], ids=["Small", "AllSystems", "Teams"])
@@ -366,26 +349,6 @@ def test_object_views_read_the_tables():
         env.realm.players[12345]
 
 
-def check_invariants(env) -> None:
-    state = env.realm.state
-    ent, tiles = state.entities, state.tiles
-    alive = np.flatnonzero(ent.alive)
-    assert (ent.health[alive] >= 0).all() and (ent.health[alive] <= ent.max_health[alive]).all()
-    players = alive[alive < ent.n_players]
-    assert (ent.food[players] >= 0).all() and (ent.food[players] <= ent.food_capacity[players]).all()
-    assert (ent.water[players] >= 0).all() and (ent.water[players] <= ent.water_capacity[players]).all()
-    material = tiles.material[ent.row[alive], ent.col[alive]]
-    assert (WALKABLE[material] | (material == Material.LAVA)).all()
-    # occupancy grid and positions agree, one row per live entity, ids unique
-    occupied = np.flatnonzero(tiles.occupancy.ravel() >= 0)
-    rows = tiles.occupancy.ravel()[occupied]
-    assert len(set(rows.tolist())) == rows.size
-    assert set(rows.tolist()) == set(alive.tolist())
-    assert (ent.row[rows] * tiles.size + ent.col[rows] == occupied).all()
-    assert len(set(ent.id[alive].tolist())) == alive.size
-    assert set(env.agents) <= set(ent.id[players].tolist())
-
-
 action_strategy = st.fixed_dictionaries(
     {},
     optional={
@@ -404,8 +367,8 @@ def test_invariants_hold_under_fuzzed_actions(seed, actions):
     for tick, action in enumerate(actions):
         env.step({agent: action for agent in env.agents})
         if tick % 25 == 0:
-            check_invariants(env)
-    check_invariants(env)
+            check_env(env)
+    check_env(env)
 
 
 def test_agents_list_is_empty_only_at_the_end_even_if_everyone_dies_at_once():

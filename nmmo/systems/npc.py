@@ -39,14 +39,18 @@ def window_offsets(radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out
 
 
-def decide(state: State, config: Config, rng: np.random.Generator, directions, styles, targets) -> None:
-    """Write this tick's NPC moves and attacks into the per-row action arrays."""
+NO_ACTIONS = (np.zeros(0, dtype=np.int64),) * 4
+
+
+def decide(state: State, config: Config, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """The NPCs' actions this tick: (rows, directions, styles, targets), one entry per live NPC row
+    (style and target -1: no attack). Updates the NPCs' own AI columns (targets, fleeing)."""
     ent, tiles = state.entities, state.tiles
     if not config.has("NPC"):
-        return
+        return NO_ACTIONS
     rows = ent.n_players + np.flatnonzero(ent.alive[ent.n_players :])
     if rows.size == 0:
-        return
+        return NO_ACTIONS
     vision = config.NPC_VISION_RADIUS
     kind = ent.npc_type[rows]
 
@@ -89,8 +93,8 @@ def decide(state: State, config: Config, rng: np.random.Generator, directions, s
     dist = _chebyshev(ent, rows, safe)
     style = ent.style[rows]
     in_reach = hunting & (dist <= reaches(config)[style])
-    styles[rows[in_reach]] = style[in_reach]
-    targets[rows[in_reach]] = t[in_reach]
+    styles = np.where(in_reach, style, -1).astype(np.int64)
+    targets = np.where(in_reach, t, -1).astype(np.int64)
 
     jitter = rng.random((rows.size, 4)) * 0.5
     dest_r = ent.row[rows][:, None] + DELTAS[:4, 0]
@@ -111,9 +115,9 @@ def decide(state: State, config: Config, rng: np.random.Generator, directions, s
     score = np.where(enterable, score, np.inf)
     best = np.argmin(score, axis=1)
     can_move = np.isfinite(score[np.arange(rows.size), best])
-    chosen = np.where(can_move & ~in_reach, best, Direction.STAY)
-    directions[rows] = chosen
+    directions = np.where(can_move & ~in_reach, best, Direction.STAY).astype(np.int64)
     ent.flee_ticks[rows[fleeing]] -= 1
+    return rows, directions, styles, targets
 
 
 def _path_steps(state: State, rows: np.ndarray, targets: np.ndarray, radius: int) -> np.ndarray:

@@ -7,6 +7,10 @@ PLAYER_RESPAWN, up to PLAYER_SPAWN_ATTEMPTS free slots per tick, drawn at random
 id on a random free ring tile; a slot keeps its team.
 NPCs: up to NPC_SPAWN_ATTEMPTS random tiles per tick until NPC_N exist (reset fills them at once);
 their kind and level follow the danger of the tile (0 at the playable edge, about 1 at the centre).
+
+Time alive counts from an entity's first observation: the tick of `reset` for those placed then,
+the next tick for those born during a tick (the observation built at its end is their first).
+This module sets it (`spawn_tick`) and nothing else does.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ def spawn_ring(config: Config) -> np.ndarray:
     return ring_tiles(low, low + config.MAP_CENTER - 1)
 
 
-def _reset_row(state: State, rows: np.ndarray) -> None:
+def _reset_row(state: State, rows: np.ndarray, born: int) -> None:
     """Clear per-life columns of rows that are about to hold a new entity."""
     ent = state.entities
     ent.freeze_end[rows] = NO_TICK
@@ -42,7 +46,7 @@ def _reset_row(state: State, rows: np.ndarray) -> None:
     ent.max_equipment[rows] = 0
     ent.max_explore[rows] = 0
     ent.armour[rows] = 0
-    ent.spawn_tick[rows] = state.tick
+    ent.spawn_tick[rows] = born
 
 
 def _place(state: State, rows: np.ndarray, tiles_rc: np.ndarray) -> None:
@@ -53,9 +57,9 @@ def _place(state: State, rows: np.ndarray, tiles_rc: np.ndarray) -> None:
     ent.alive[rows] = True
 
 
-def _init_players(state: State, config: Config, slots: np.ndarray) -> None:
+def _init_players(state: State, config: Config, slots: np.ndarray, born: int) -> None:
     ent = state.entities
-    _reset_row(state, slots)
+    _reset_row(state, slots, born)
     ent.id[slots] = np.arange(state.next_player_id, state.next_player_id + slots.size)
     state.next_player_id += slots.size
     base = config.PROGRESSION_BASE_LEVEL if config.has("Progression") else 1
@@ -77,7 +81,7 @@ def spawn_initial_players(state: State, config: Config, rng: np.random.Generator
     slots = np.arange(config.PLAYER_N)
     index = initial_ring_positions(config.PLAYER_N, config.PLAYER_TEAM_SIZE, config.MAP_CENTER, rng)
     _place(state, slots, ring[index])
-    _init_players(state, config, slots)
+    _init_players(state, config, slots, born=state.tick)
 
 
 def initial_ring_positions(n: int, team_size: int, center: int, rng: np.random.Generator) -> np.ndarray:
@@ -126,7 +130,8 @@ def min_spawn_distance(n: int, team_size: int, center: int) -> int:
 
 
 def respawn_players(state: State, config: Config, rng: np.random.Generator) -> np.ndarray:
-    """Fill free player slots, drawn at random, on random free ring tiles; returns the slots filled.
+    """Fill free player slots, drawn at random, on random free ring tiles (during a tick: they are
+    first seen, and count as alive, from the next); returns the slots filled.
     (A random slot, not the lowest free one: which slot an agent gets must say nothing about who
     controls it, and tournaments deal slots to policies.)"""
     ent = state.entities
@@ -146,12 +151,14 @@ def respawn_players(state: State, config: Config, rng: np.random.Generator) -> n
     chosen = open_tiles[rng.choice(len(open_tiles), size=count, replace=False)]
     slots = free_slots[:count]
     _place(state, slots, chosen)
-    _init_players(state, config, slots)
+    _init_players(state, config, slots, born=state.tick + 1)
     return slots
 
 
-def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts: int) -> np.ndarray:
-    """Try `attempts` random tiles; place NPCs on the walkable empty ones while slots are free."""
+def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts: int,
+               born: int | None = None) -> np.ndarray:
+    """Try `attempts` random tiles; place NPCs on the walkable empty ones while slots are free.
+    `born`: the tick they count as alive from (default: now, as at reset; during a tick, the next)."""
     ent, tiles = state.entities, state.tiles
     if not config.has("NPC") or attempts <= 0:
         return np.zeros(0, dtype=np.int64)
@@ -170,7 +177,7 @@ def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts:
     if rows.size == 0:
         return rows
     _place(state, rows, rc)
-    _reset_row(state, rows)
+    _reset_row(state, rows, state.tick if born is None else born)
     _init_npcs(state, config, rows, rng)
     return rows
 

@@ -8,6 +8,7 @@ from nmmo import config as cfg
 from nmmo.enums import Material, NPCType, Skill, Style
 from nmmo.state import Entities, State, Tiles
 from nmmo.systems.progression import xp_table
+from nmmo.testing import check_state
 
 _MIXINS = {"Resource": cfg.Resource, "Combat": cfg.Combat, "Progression": cfg.Progression, "NPC": cfg.NPC}
 
@@ -89,13 +90,7 @@ def no_actions(capacity: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_occupancy(state: State) -> None:
-    """The occupancy grid indexes exactly the live entities standing on the map (not in lava, where
-    an entity has died and only waits for removal), one per tile."""
-    ent, tiles = state.entities, state.tiles
-    standing = np.flatnonzero(ent.alive & (tiles.material[ent.row, ent.col] != Material.LAVA))
-    cells = list(zip(ent.row[standing].tolist(), ent.col[standing].tolist(), strict=True))
-    assert len(set(cells)) == len(cells), "two entities share a tile"
-    assert (tiles.occupancy[ent.row[standing], ent.col[standing]] == standing).all()
-    assert (tiles.occupancy >= 0).sum() == standing.size
-    in_lava = ent.alive & (tiles.material[ent.row, ent.col] == Material.LAVA)
-    assert (ent.health[in_lava] == 0).all()
+    """The tables agree with each other (`nmmo.testing.check_state`): the occupancy grid indexes
+    exactly the live entities standing on the map (not in lava, where an entity has died and only
+    waits for removal), one per tile, and every other invariant."""
+    check_state(state)

@@ -17,7 +17,7 @@ def _decide(state, conf, seed=0):
     directions = np.full(capacity, Direction.STAY, dtype=np.int64)
     styles = np.full(capacity, -1, dtype=np.int64)
     targets = np.full(capacity, -1, dtype=np.int64)
-    npc.decide(state, conf, np.random.default_rng(seed), directions, styles, targets)
+    rows, directions[rows], styles[rows], targets[rows] = npc.decide(state, conf, np.random.default_rng(seed))
     return directions, styles, targets
 
 
@@ -296,11 +296,9 @@ def test_decide_leaves_player_rows_alone():
     state = make_state(grass_map(20), n_players=2, n_npcs=1)
     add_player(state, 0, 10, 11)
     add_npc(state, NPC_ROW, 10, 10, kind=NPCType.HOSTILE)
-    directions = np.array([Direction.NORTH, Direction.WEST, Direction.STAY])
-    styles, targets = np.array([1, -1, -1]), np.array([2, -1, -1])
-    npc.decide(state, conf, np.random.default_rng(0), directions, styles, targets)
-    assert directions[:2].tolist() == [Direction.NORTH, Direction.WEST]
-    assert styles[:2].tolist() == [1, -1] and targets[:2].tolist() == [2, -1]
+    rows, directions, styles, targets = npc.decide(state, conf, np.random.default_rng(0))
+    assert rows.tolist() == [NPC_ROW]  # actions for NPC rows only
+    assert len(directions) == len(styles) == len(targets) == 1
 
 
 def test_no_npc_system_means_no_decisions():

@@ -162,7 +162,7 @@ def test_respawn_fills_free_slots_with_new_increasing_ids():
         assert ent.level[slot].tolist() == [10, 10, 10, 1, 1, 1, 1]
         assert ent.xp[slot].tolist() == xp_table()[[10, 10, 10, 1, 1, 1, 1]].tolist()
         assert ent.armour[slot].tolist() == [0, 0] and ent.player_kills[slot] == 0
-        assert ent.spawn_tick[slot] == 30
+        assert ent.spawn_tick[slot] == 31  # born during tick 30: first seen (and alive) from 31
     ring = _ring_order(LOW, HIGH)
     cells = _cells(state, range(8))
     assert all(cell in ring for cell in cells) and len(set(cells)) == 8

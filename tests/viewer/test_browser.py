@@ -25,7 +25,9 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 import nmmo  # noqa: E402
 import scripted  # noqa: E402
+from client_server.protocol import SPEED_RANGE  # noqa: E402
 from client_server.server import WEB_DIST, create_app  # noqa: E402
+from nmmo.enums import Material  # noqa: E402
 
 from .conftest import running  # noqa: E402
 
@@ -142,6 +144,7 @@ def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
     terrain = [(122, 178, 74), (44, 110, 196), (30, 96, 44)]  # grass, water, forest (before shading)
     near = [np.any(np.abs(sample.astype(int) - rgb).sum(axis=1) < 90) for rgb in terrain]
     assert sum(near) >= 2, "fewer than two terrain colours on screen"
+    check_terrain_legend(browser)
 
     Select(browser.find_element(By.ID, "overlay-select")).select_by_value("gradient")
     wait_for(browser, "return document.getElementById('legend').innerText.length > 0")
@@ -175,3 +178,46 @@ def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
     assert POLICIES[mine] in inspector and POLICIES[1 - mine] not in inspector
     assert browser.find_element(By.ID, "policies").text.split("\n") == list(POLICIES)
     assert browser.execute_script("return document.getElementById('picker-live').hidden")  # no live run here
+    check_speed_menu(browser)
+
+
+def check_terrain_legend(browser):
+    """The terrain legend names every material of the header beside a swatch of its colour, off the map centre."""
+    header = browser.execute_script("return window.viewer.header")
+    assert "material" not in header  # the helper's copy leaves the map bytes out
+    keys = sorted(header["materials"], key=int)
+    names = [header["materials"][k] for k in keys]
+    assert sorted(names) == sorted(m.name.lower() for m in Material)
+    items = browser.execute_script(
+        "return [...document.querySelectorAll('#terrain-legend .terrain-item')].map(e => {"
+        "  const s = e.querySelector('.swatch'), r = s && s.getBoundingClientRect();"
+        "  return {material: e.dataset.material, text: e.innerText.trim(),"
+        "          swatch: s && getComputedStyle(s).backgroundColor, width: r ? r.width : 0}; })")
+    assert [item["material"] for item in items] == names
+    assert [item["text"] for item in items] == names
+    for item, key in zip(items, keys, strict=True):
+        assert item["swatch"] == "rgb({}, {}, {})".format(*header["colors"][key]), item
+        assert item["width"] > 0, item
+    legend = browser.find_element(By.ID, "terrain-legend")
+    assert legend.is_displayed()
+    left, top, right, bottom, width, height = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return [r.left, r.top, r.right, r.bottom, window.innerWidth, window.innerHeight]", legend)
+    assert not (left < width / 2 < right and top < height / 2 < bottom), "the terrain legend covers the map centre"
+
+
+def check_speed_menu(browser):
+    """The speed menu is built from the header's speed_range (written once, in client_server.protocol)."""
+    low, high = browser.execute_script("return window.viewer.header.speed_range")
+    assert (low, high) == SPEED_RANGE
+    assert browser.execute_script("return window.viewer.speedRange") == [low, high]
+    menu = Select(browser.find_element(By.ID, "speed"))
+    speeds = [float(option.get_attribute("value")) for option in menu.options]
+    assert speeds == sorted(set(speeds)) and speeds[0] == low and speeds[-1] == high, speeds
+    assert all(low <= speed <= high for speed in speeds), speeds
+    assert len(speeds) >= 4, speeds
+    # the menu drives the server: a new speed comes back in the status packet
+    pick = menu.options[len(speeds) // 2].get_attribute("value")
+    menu.select_by_value(pick)
+    wait_for(browser, f"return window.viewer.speed === {float(pick)}")
+    assert float(menu.first_selected_option.get_attribute("value")) == float(pick)

@@ -1,4 +1,5 @@
-// Plain-DOM overlay widgets: messages, legend, inspector, replay picker.
+// Plain-DOM display widgets: messages, the overlay and terrain legends, inspector, replay picker,
+// policy list. (Controls that send commands are in controls.js.)
 
 import { NPC_COLORS, NPC_KIND_NAMES, STYLE_NAMES, colorKey, colormapCSS, cssColor, policyOf, teamSRGB } from './colors.js';
 
@@ -202,23 +203,6 @@ export class Inspector {
   }
 }
 
-/** Replay list from GET /api/replays: accepts ["name", ...] or [{name, size, ticks}, ...]. */
-export function normalizeReplays(data) {
-  const list = Array.isArray(data) ? data : Array.isArray(data?.replays) ? data.replays : [];
-  return list
-    .map((item) => {
-      if (typeof item === 'string') return { name: item };
-      if (item && typeof item === 'object') {
-        const name = item.name ?? item.file ?? item.filename;
-        return name
-          ? { name: String(name), bytes: item.bytes, size: item.size, ticks: item.ticks, config: item.config }
-          : null;
-      }
-      return null;
-    })
-    .filter(Boolean);
-}
-
 function humanBytes(n) {
   if (typeof n !== 'number') return '';
   if (n < 1024) return `${n} B`;
@@ -299,5 +283,42 @@ export class PolicyList {
       this.el.appendChild(row);
     });
     this.el.hidden = false;
+  }
+}
+
+/** Which colour is which material: the header's `materials` {index: name} and `colors` {index: [r, g, b]}. */
+export class TerrainLegend {
+  constructor() {
+    this.el = $('terrain-legend');
+    this.list = $('terrain-items');
+  }
+
+  show(header) {
+    const names = header?.materials || {};
+    const colors = header?.colors || {};
+    const indices = [...new Set([...Object.keys(names), ...Object.keys(colors)])]
+      .map(Number)
+      .filter(Number.isInteger)
+      .sort((a, b) => a - b);
+    this.list.replaceChildren();
+    for (const m of indices) {
+      const name = String(names[m] ?? `material ${m}`);
+      const rgb = Array.isArray(colors[m]) ? colors[m] : [128, 128, 128]; // the terrain's default grey
+      const item = document.createElement('span');
+      item.className = 'terrain-item';
+      item.dataset.material = name;
+      item.title = `${name} (material ${m})`;
+      const swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = `rgb(${rgb.slice(0, 3).map((v) => Number(v) | 0).join(',')})`;
+      item.append(swatch, name);
+      this.list.appendChild(item);
+    }
+    this.el.hidden = indices.length === 0;
+  }
+
+  hide() {
+    this.el.hidden = true;
+    this.list.replaceChildren();
   }
 }
