@@ -127,7 +127,7 @@ def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = 
         viewer = LiveViewer(websocket, live)
         with live.lock:
             viewer._put(dumps(live.header()))
-            viewer._put(dumps(tick_packet(live.env.realm.state.tick, live.frame, None)))
+            viewer._put(dumps(tick_packet(live.env.tick, live.frame, None)))
         viewer._put(dumps(live.status()))
         live.viewers.add(viewer)
         sender = asyncio.create_task(viewer.sender())

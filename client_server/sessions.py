@@ -21,7 +21,6 @@ from client_server.packets import dumps, empty_tick, header_packet, overlay_fiel
 from client_server.protocol import CommandError
 from nmmo.overlays import BUILTIN as BUILTIN_OVERLAYS
 from nmmo.overlays import add_visits, builtin_heatmap
-from nmmo.replay import capture
 
 #: Built-in overlays change every tick; viewers get them again at most this often (seconds).
 BUILTIN_REFRESH_S = 1.0
@@ -157,8 +156,8 @@ class LiveSession:
             self.policy.reset(seed)
         self.policy_spec = policy_spec
         self.obs, _ = self.env.reset()
-        self.frame = capture(self.env.realm.state)
-        self.material = self.env.realm.state.tiles.material.copy()
+        self.frame = self.env.frame()
+        self.material = self.env.material.copy()
         self.tick_json = dumps(tick_packet(0, self.frame, None))
         self.playing, self.speed = True, speed
         self.viewers: set[LiveViewer] = set()
@@ -169,7 +168,7 @@ class LiveSession:
     def header(self) -> dict:
         config = self.env.config
         return header_packet("live", self.material, center=config.MAP_CENTER, border=config.MAP_BORDER, ticks=None,
-                             tick=self.env.realm.state.tick, overlays=self.env.overlays.names(),
+                             tick=self.env.tick, overlays=self.env.overlays.names(),
                              config={"name": config.name, "PLAYER_N": config.PLAYER_N,
                                      "NPC_N": config.NPC_N if config.has("NPC") else 0,
                                      "HORIZON": config.HORIZON, "policy": self.policy_spec,
@@ -186,12 +185,12 @@ class LiveSession:
             else:
                 actions = self.policy.act({a: o for a, o in self.obs.items() if a in env.agents})
                 self.obs, *_ = env.step(actions)
-            frame = capture(env.realm.state)
-            material = env.realm.state.tiles.material
+            frame = env.frame()
+            material = env.material
             changed = np.flatnonzero(material.ravel() != self.material.ravel())
             tiles = np.stack([changed, material.ravel()[changed]], axis=1)
             self.material = material.copy()
-            packet = tick_packet(env.realm.state.tick, frame, None if reset else self.frame, None if reset else tiles)
+            packet = tick_packet(env.tick, frame, None if reset else self.frame, None if reset else tiles)
             self.frame = frame
             self.tick_json = dumps(packet)
             return self.tick_json, reset
@@ -199,7 +198,7 @@ class LiveSession:
     def full_packet(self) -> str:
         """The current state as a full tick packet."""
         with self.lock:
-            return dumps(tick_packet(self.env.realm.state.tick, self.frame, None))
+            return dumps(tick_packet(self.env.tick, self.frame, None))
 
     def overlay(self, name: str) -> dict:
         with self.lock:
@@ -219,7 +218,7 @@ class LiveSession:
                 await asyncio.sleep(0.02)
 
     def status(self) -> dict:
-        return {"type": "status", "playing": self.playing, "speed": self.speed, "tick": self.env.realm.state.tick,
+        return {"type": "status", "playing": self.playing, "speed": self.speed, "tick": self.env.tick,
                 "ticks": None}
 
 
@@ -278,7 +277,7 @@ class LiveViewer:
             self.overlay = command["name"]
             self.overlay_sent_at = -1e9
             if self.overlay is None:
-                self._put(with_overlay(dumps(empty_tick(session.env.realm.state.tick)), overlay_field(None)))
+                self._put(with_overlay(dumps(empty_tick(session.env.tick)), overlay_field(None)))
         elif name == "follow":
             self.follow = command["id"]
         self._put(dumps({**session.status(), "overlay": self.overlay, "follow": self.follow}))

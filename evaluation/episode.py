@@ -113,10 +113,9 @@ def deal(seed: int, n_teams: int, n_policies: int) -> np.ndarray:
 
 def _live(env: nmmo.Env, team_policy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ids of the live agents, the policy each plays for (its team's, `team_policy`) and its team."""
-    ent = env.realm.state.entities
-    slots = np.flatnonzero(ent.alive[: env.n_slots])
+    ids, slots = env.live_players()
     teams = slots // env.config.PLAYER_TEAM_SIZE
-    return ent.id[slots].astype(np.int64), team_policy[teams], teams
+    return ids.astype(np.int64), team_policy[teams], teams
 
 
 def run_episode(task: EpisodeTask) -> EpisodeResult:
@@ -162,7 +161,7 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     owners_all = owner_of[agents]
     keep = owners_all >= 0
     matrix = lifetime_matrix(list(reported.values()))[keep] if reported else np.zeros((0, len(METRICS)))
-    return EpisodeResult(task.index, task.seed, task.map_seed, int(env.realm.state.tick), matrix, owners_all[keep],
+    return EpisodeResult(task.index, task.seed, task.map_seed, env.tick, matrix, owners_all[keep],
                          [h.faults for h in handles], engine_errors, time.perf_counter() - start, task.policies,
                          team_of[agents][keep])
 

@@ -119,14 +119,7 @@ def lifetimes_from_infos(infos: Mapping[int, Mapping[str, Any]]) -> dict[int, di
 def alive_lifetimes(env: Any) -> dict[int, dict[str, Any]]:
     """Lifetimes of the agents still alive, as if the episode ended now: for runs stopped before
     the horizon, where the engine has not reported them yet."""
-    from nmmo.metrics import lifetime_metrics
-
-    state = env.realm.state
-    rows = np.flatnonzero(state.entities.alive[: env.n_slots])
-    values = lifetime_metrics(state, rows)
-    ids = state.entities.id[rows].tolist()
-    columns = {name: values[name].tolist() for name in METRICS}
-    return {agent: {name: columns[name][i] for name in METRICS} for i, agent in enumerate(ids)}
+    return {agent: {name: life[name] for name in METRICS} for agent, life in env.metrics_now().items()}
 
 
 def collect_lifetimes(env: Any, step_infos: Sequence[Mapping[int, Mapping[str, Any]]]) -> dict[int, dict[str, Any]]:

@@ -50,7 +50,7 @@ from nmmo.obs import ObservationBuilder, Observations, as_index
 from nmmo.obs import layout as obs_layout
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
-from nmmo.replay import Recorder
+from nmmo.replay import Recorder, capture
 from nmmo.systems import combat
 from nmmo.world import get_map
 
@@ -297,6 +297,37 @@ class Env(ParallelEnv):
     def done(self) -> bool:
         """True once the horizon is reached."""
         return self.realm.state is not None and self.realm.state.tick >= self.config.HORIZON
+
+    # --------------------------------------------- read-only access for clients
+    # What the viewer server, evaluation and tools read, without reaching into `realm.state`.
+    @property
+    def tick(self) -> int:
+        """The current tick (0 after reset)."""
+        return int(self.realm.state.tick)
+
+    @property
+    def material(self) -> np.ndarray:
+        """The map's current materials (S x S, a harvested forest reads as scrub): a read-only view."""
+        view = self.realm.state.tiles.material.view()
+        view.flags.writeable = False
+        return view
+
+    def frame(self) -> dict[str, np.ndarray]:
+        """The viewer's columns of every entity slot now (`nmmo.replay.capture`: copies)."""
+        return capture(self.realm.state)
+
+    def live_players(self) -> tuple[np.ndarray, np.ndarray]:
+        """(agent ids, agent slots) of the live agents, in slot order."""
+        slots = self._live_slots()
+        return self.realm.state.entities.id[slots].copy(), slots
+
+    def metrics_now(self) -> dict[int, dict]:
+        """Every live agent's lifetime metrics as if the episode ended now (for runs stopped before
+        the horizon, whose live agents have not been reported in infos yet)."""
+        ids, slots = self.live_players()
+        values = lifetime_metrics(self.realm.state, slots)
+        columns = {name: array.tolist() for name, array in values.items()}
+        return {agent: {name: column[i] for name, column in columns.items()} for i, agent in enumerate(ids.tolist())}
 
     # ----------------------------------------------------------- internals
     def _check_not_over(self) -> None:

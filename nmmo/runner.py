@@ -59,15 +59,10 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
             break
     # agents still alive at the end are reported as if the episode ended here
     if env.agents:
-        from nmmo.metrics import lifetime_metrics
-
-        state = env.realm.state
-        rows = np.flatnonzero(state.entities.alive[: env.n_slots])
-        metrics = lifetime_metrics(state, rows)
-        lifetimes += [{k: v[i].item() for k, v in metrics.items()} for i in range(rows.size)]
+        lifetimes += list(env.metrics_now().values())
     if record is not None:
         env.save_replay(record)
-    return {"lifetimes": lifetimes, "ticks": env.realm.state.tick, "step_time": step_time,
+    return {"lifetimes": lifetimes, "ticks": env.tick, "step_time": step_time,
             "agent_steps": agent_steps, "issued": env.realm.state.next_player_id - 1,
             "npcs": len(env.realm.npcs)}
 
