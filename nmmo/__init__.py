@@ -7,7 +7,8 @@ in ``nmmo.config``.
 from nmmo import config, interfaces, policy, world
 from nmmo.config import Config, ConfigError
 from nmmo.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr
-from nmmo.env import BatchStep, Env, team_spirit
+from nmmo.env import BatchStep, Env
+from nmmo.rules import team_spirit
 
 __version__ = "0.1.0"
 

@@ -14,7 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from nmmo.config import Config
 from nmmo.enums import Direction
+from nmmo.obs import Observations
+from nmmo.state import State
+from nmmo.systems import combat
 
 MOVE, ATTACK, DIRECTION, STYLE, TARGET = "Move", "Attack", "Direction", "Style", "Target"
 #: Keys of each part of an action.
@@ -108,3 +112,50 @@ def clean_action(agent: Any, action: Any) -> dict[str, dict[str, int]]:
     if action.get(ATTACK) is not None:
         out[ATTACK] = {STYLE: style, TARGET: target}
     return out
+
+
+def apply_indices(obs: Observations, state: State, config: Config, slots: np.ndarray, indices: np.ndarray,
+              out: tuple[np.ndarray, np.ndarray, np.ndarray], agent_ids: list | None = None) -> dict:
+    """Check each slot's (direction, style, target index) row of `indices` against the ranges and
+    the masks of its last observation `obs`, and write the valid ones into `out`, the per-entity-
+    row (directions, styles, targets) arrays the realm ticks with (a target index becomes the row
+    of the entity it names). Returns {agent: problems} for what was dropped (`agent_ids`: the agent
+    of each slot, to name them; None: report nothing, as the batched API does)."""
+    move, style, target = indices[:, 0], indices[:, 1], indices[:, 2]
+    directions, styles, targets = out
+    o, n_obs = obs, config.PLAYER_N_OBS
+    move_ok = (move >= 0) & (move <= 4)
+    move_ok[move_ok] = o.move_mask[slots[move_ok], move[move_ok]] == 1
+    wants_attack = (target >= 0) & (target < n_obs) & (style != -1)
+    attack_ok = wants_attack & (style >= 0) & (style <= 2)
+    attack_ok[attack_ok] = (o.target_mask[slots[attack_ok], target[attack_ok]] == 1) & (
+        o.style_mask[slots[attack_ok], style[attack_ok]] == 1)
+    rows = np.where(attack_ok, o.entity_rows[slots, np.clip(target, 0, n_obs - 1)], -1)
+    out_of_reach = np.zeros_like(attack_ok)
+    aiming = attack_ok & (rows >= 0)
+    if aiming.any():  # the masks allow any style with some target in reach, not this pair
+        out_of_reach[aiming] = ~combat.valid_attacks(state, config, slots[aiming], style[aiming], rows[aiming])
+        attack_ok &= ~out_of_reach
+        rows = np.where(attack_ok, rows, -1)
+    directions[slots] = np.where(move_ok, move, Direction.STAY)
+    styles[slots] = np.where(attack_ok & (rows >= 0), style, -1)
+    targets[slots] = np.where(attack_ok, rows, -1)
+    bad_move = ~move_ok
+    bad_attack = ~attack_ok & ((style != -1) | (target != -1)) & ~((target == n_obs) & (style >= 0) & (style <= 2))
+    if agent_ids is None or not (bad_move.any() or bad_attack.any()):
+        return {}
+    problems: dict[int, dict] = {}
+    for i in np.flatnonzero(bad_move | bad_attack).tolist():
+        info = problems.setdefault(agent_ids[i], {})
+        notes = []
+        if bad_move[i]:
+            notes.append(f"Move.Direction={move[i]} is out of range or masked (blocked tile or frozen)")
+        if out_of_reach[i]:  # both heads allowed it, the pair does not: not a mask violation
+            info["attack_out_of_reach"] = (f"Attack Style={style[i]} Target={target[i]}: that target is "
+                                           "beyond the style's reach; no attack this tick")
+        elif bad_attack[i]:
+            notes.append(f"Attack Style={style[i]} Target={target[i]} is out of range or masked "
+                         "(no valid target in that row within the style's reach)")
+        if notes:
+            info["invalid_actions"] = notes
+    return problems

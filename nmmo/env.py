@@ -30,7 +30,6 @@ Version history: v0 (this) — first release.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,17 +40,17 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from nmmo import config as config_module
-from nmmo.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET, int64_error, parse_action
+from nmmo import spaces
+from nmmo.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET, apply_indices, int64_error, parse_action
 from nmmo.config import Config
 from nmmo.enums import Direction
 from nmmo.metrics import REWARD_SCALE as ACHIEVEMENT_REWARD_SCALE
 from nmmo.metrics import achievement_points, achievement_values, lifetime_metrics
 from nmmo.obs import ObservationBuilder, Observations, as_index
-from nmmo.obs import layout as obs_layout
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
 from nmmo.replay import Recorder, capture
-from nmmo.systems import combat
+from nmmo.rules import team_spirit
 from nmmo.world import get_map
 
 
@@ -110,6 +109,7 @@ class Env(ParallelEnv):
         self.possible_agents = list(range(1, self.config.PLAYER_N + spawn_budget + 1))
         self.agents: list[int] = []
         self._obs: Observations | None = None
+        self._spaces: tuple[gymnasium.spaces.Dict, gymnasium.spaces.Dict] | None = None  # made once
         self._id_to_slot: dict[int, int] = {}
         self._map_cache: dict[int, Any] = {}
         self.overlays = Overlays(lambda: self.realm.state, self.config.MAP_BORDER, self.config.MAP_CENTER)
@@ -124,47 +124,19 @@ class Env(ParallelEnv):
         self._points_owner = np.zeros(self.n_slots, dtype=np.int64)
 
     # ------------------------------------------------------------- spaces
-    @functools.cache  # noqa: B019 - one env, a handful of spaces: caching by self is the point
-    def _observation_space(self) -> gymnasium.spaces.Dict:
-        spaces = gymnasium.spaces
-        shapes = obs_layout(self.config)
-        high_tile = max(self.config.MAP_SIZE, 8)
-        (tile_shape, tile_dtype), (entity_shape, entity_dtype) = shapes["tile"], shapes["entity"]
-        entity_range = np.iinfo(entity_dtype)
-        return spaces.Dict(
-            {
-                "Tile": spaces.Box(0, high_tile, tile_shape, dtype=tile_dtype),
-                "Entity": spaces.Box(entity_range.min, entity_range.max, entity_shape, dtype=entity_dtype),
-                "ActionTargets": spaces.Dict(
-                    {
-                        MOVE: spaces.Dict({DIRECTION: spaces.MultiBinary(5)}),
-                        ATTACK: spaces.Dict({STYLE: spaces.MultiBinary(3), TARGET: spaces.MultiBinary(self.n_obs + 1)}),
-                    }
-                ),
-                "AgentId": spaces.Discrete(len(self.possible_agents) + 1),
-                "CurrentTick": spaces.Discrete(self.config.HORIZON + 1),
-            }
-        )
-
-    @functools.cache  # noqa: B019
-    def _action_space(self) -> gymnasium.spaces.Dict:
-        spaces = gymnasium.spaces
-        return spaces.Dict(
-            {
-                MOVE: spaces.Dict({DIRECTION: spaces.Discrete(5)}),
-                ATTACK: spaces.Dict({STYLE: spaces.Discrete(3), TARGET: spaces.Discrete(self.n_obs + 1)}),
-            }
-        )
-
     def observation_space(self, agent: int) -> gymnasium.spaces.Dict:
         """The same space object for every agent and every call."""
         self._check_agent_id(agent)
-        return self._observation_space()
+        if self._spaces is None:
+            self._spaces = (spaces.observation_space(self.config, len(self.possible_agents)),
+                            spaces.action_space(self.config))
+        return self._spaces[0]
 
     def action_space(self, agent: int) -> gymnasium.spaces.Dict:
         """The same space object for every agent and every call."""
         self._check_agent_id(agent)
-        return self._action_space()
+        self.observation_space(agent)
+        return self._spaces[1]
 
     def _check_agent_id(self, agent: Any) -> None:
         if not (isinstance(agent, (int, np.integer)) and 1 <= agent <= len(self.possible_agents)):
@@ -242,8 +214,7 @@ class Env(ParallelEnv):
                              f"{actions.dtype} {actions.shape}")
         directions, styles, targets = self._empty_actions()
         slots = self._live_slots()
-        self._apply_indices(slots, actions[slots, 0], actions[slots, 1], actions[slots, 2], directions, styles,
-                            targets)
+        apply_indices(self._obs, self.realm.state, self.config, slots, actions[slots], (directions, styles, targets))
         ent = self.realm.state.entities
         ids_before = ent.id[: self.n_slots].copy()
         alive_before = ent.alive[: self.n_slots].copy()
@@ -487,8 +458,8 @@ class Env(ParallelEnv):
         except OverflowError:
             agent = next(a for a, p in zip(agent_ids, parsed, strict=True) if not all(-(2**63) <= v < 2**63 for v in p))
             raise int64_error(agent, actions[agent]) from None
-        invalid = self._apply_indices(np.array(slots, dtype=np.int64), indices[:, 0], indices[:, 1], indices[:, 2],
-                                      directions, styles, targets, agent_ids)
+        invalid = apply_indices(self._obs, self.realm.state, self.config, np.array(slots, dtype=np.int64),
+                                indices, (directions, styles, targets), agent_ids)
         return directions, styles, targets, invalid
 
     def _check_known(self, agent: Any) -> None:
@@ -497,47 +468,6 @@ class Env(ParallelEnv):
         if not 1 <= agent < self.realm.state.next_player_id:
             raise ValueError(f"action for unknown agent {agent}: ids issued so far are 1.."
                              f"{self.realm.state.next_player_id - 1}; live agents are env.agents")
-
-    def _apply_indices(self, slots, move, style, target, directions, styles, targets, agent_ids=None) -> dict:
-        """Check indices against ranges and last step's masks, write the valid ones into the per-row
-        action arrays, and return {agent: [problems]} for the dropped ones."""
-        o, n_obs = self._obs, self.n_obs
-        move_ok = (move >= 0) & (move <= 4)
-        move_ok[move_ok] = o.move_mask[slots[move_ok], move[move_ok]] == 1
-        wants_attack = (target >= 0) & (target < n_obs) & (style != -1)
-        attack_ok = wants_attack & (style >= 0) & (style <= 2)
-        attack_ok[attack_ok] = (o.target_mask[slots[attack_ok], target[attack_ok]] == 1) & (
-            o.style_mask[slots[attack_ok], style[attack_ok]] == 1)
-        rows = np.where(attack_ok, o.entity_rows[slots, np.clip(target, 0, n_obs - 1)], -1)
-        out_of_reach = np.zeros_like(attack_ok)
-        aiming = attack_ok & (rows >= 0)
-        if aiming.any():  # the masks allow any style with some target in reach, not this pair
-            out_of_reach[aiming] = ~combat.valid_attacks(self.realm.state, self.config, slots[aiming],
-                                                         style[aiming], rows[aiming])
-            attack_ok &= ~out_of_reach
-            rows = np.where(attack_ok, rows, -1)
-        directions[slots] = np.where(move_ok, move, Direction.STAY)
-        styles[slots] = np.where(attack_ok & (rows >= 0), style, -1)
-        targets[slots] = np.where(attack_ok, rows, -1)
-        bad_move = ~move_ok
-        bad_attack = ~attack_ok & ((style != -1) | (target != -1)) & ~((target == n_obs) & (style >= 0) & (style <= 2))
-        if agent_ids is None or not (bad_move.any() or bad_attack.any()):
-            return {}
-        problems: dict[int, dict] = {}
-        for i in np.flatnonzero(bad_move | bad_attack).tolist():
-            info = problems.setdefault(agent_ids[i], {})
-            notes = []
-            if bad_move[i]:
-                notes.append(f"Move.Direction={move[i]} is out of range or masked (blocked tile or frozen)")
-            if out_of_reach[i]:  # both heads allowed it, the pair does not: not a mask violation
-                info["attack_out_of_reach"] = (f"Attack Style={style[i]} Target={target[i]}: that target is "
-                                               "beyond the style's reach; no attack this tick")
-            elif bad_attack[i]:
-                notes.append(f"Attack Style={style[i]} Target={target[i]} is out of range or masked "
-                             "(no valid target in that row within the style's reach)")
-            if notes:
-                info["invalid_actions"] = notes
-        return problems
 
     # ------------------------------------------------------------- render
     def render(self) -> np.ndarray | None:
@@ -556,12 +486,3 @@ class Env(ParallelEnv):
 
     def close(self) -> None:
         """Nothing to release; present for the PettingZoo API."""
-
-
-def team_spirit(rewards: np.ndarray, teams: np.ndarray, alpha: float) -> np.ndarray:
-    """Alpha * (mean reward of the agent's team) + (1 - alpha) * own reward."""
-    rewards = np.asarray(rewards, dtype=np.float64)
-    _, inverse = np.unique(teams, return_inverse=True)
-    sums = np.bincount(inverse, weights=rewards)
-    counts = np.bincount(inverse)
-    return alpha * (sums / counts)[inverse] + (1.0 - alpha) * rewards

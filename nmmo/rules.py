@@ -76,3 +76,12 @@ def is_frozen(freeze_end: np.ndarray, tick: int) -> np.ndarray:
 def freeze_left(freeze_end: np.ndarray, tick: int) -> np.ndarray:
     """Ticks an entity stays frozen counting the coming one (the FREEZE observation column)."""
     return np.maximum(freeze_end - tick + 1, 0)
+
+
+def team_spirit(rewards: np.ndarray, teams: np.ndarray, alpha: float) -> np.ndarray:
+    """Alpha * (mean reward of the agent's team) + (1 - alpha) * own reward."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    _, inverse = np.unique(teams, return_inverse=True)
+    sums = np.bincount(inverse, weights=rewards)
+    counts = np.bincount(inverse)
+    return alpha * (sums / counts)[inverse] + (1.0 - alpha) * rewards
