@@ -40,12 +40,13 @@ def chebyshev(row_a: np.ndarray, col_a: np.ndarray, row_b: np.ndarray, col_b: np
     return np.maximum(np.abs(row_a - row_b), np.abs(col_a - col_b))
 
 
-def may_attack(config: Config, attacker_team: np.ndarray, target_team: np.ndarray) -> np.ndarray:
-    """Whether attacks between these teams are allowed: always with friendly fire on; otherwise not
-    between members of one team (NPCs, team -1, belong to none)."""
-    attacker_team, target_team = np.asarray(attacker_team), np.asarray(target_team)
+def may_attack(config: Config, attacker_team: np.ndarray, target_team: np.ndarray) -> np.ndarray | bool:
+    """Whether attacks between these teams are allowed (a mask to `&` with others): always with
+    friendly fire on (then just True, no array to build on the hot path); otherwise not between
+    members of one team (NPCs, team -1, belong to none)."""
     if config.COMBAT_FRIENDLY_FIRE:
-        return np.ones(np.broadcast(attacker_team, target_team).shape, dtype=bool)
+        return True
+    attacker_team, target_team = np.asarray(attacker_team), np.asarray(target_team)
     return ~((attacker_team == target_team) & (attacker_team >= 0))
 
 
