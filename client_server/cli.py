@@ -23,16 +23,23 @@ def add_allow_origin(parser: argparse.ArgumentParser) -> None:
 
 
 def add_server_flags(parser: argparse.ArgumentParser) -> None:
-    """Where to serve: --host, --port, --allow-origin."""
+    """Where and how much to serve: --host, --port, --allow-origin, --max-viewers, --max-replay-mb."""
+    from client_server.replays import MAX_REPLAY_MB
+
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port to serve on")
     add_allow_origin(parser)
+    parser.add_argument("--max-viewers", type=int, default=256, help="websocket viewers served at once")
+    parser.add_argument("--max-replay-mb", type=int, default=MAX_REPLAY_MB,
+                        help="refuse replays whose arrays decode to more MiB than this")
 
 
 def check_server_flags(args: argparse.Namespace) -> None:
     """Bad origins and a busy port fail before any work starts."""
     for origin in args.allow_origin:
         normalize_origin(origin)
+    if args.max_viewers < 1 or args.max_replay_mb < 1:
+        raise ValueError("--max-viewers and --max-replay-mb must be positive")
     check_port(args.host, args.port)
 
 
@@ -59,7 +66,8 @@ def serve_command(args: argparse.Namespace) -> int:
         raise ValueError(f"the viewer server needs the [serve] extra (pip install -e '.[serve]'): {err}") from None
 
     url = f"http://{args.host}:{args.port}/"
-    guard = {"host": args.host, "port": args.port, "allow_origins": args.allow_origin}
+    guard = {"host": args.host, "port": args.port, "allow_origins": args.allow_origin,
+             "max_viewers": args.max_viewers, "max_replay_mb": args.max_replay_mb}
     if args.live:
         session = LiveSession(config_module.resolve(args.config), args.policy, seed=args.seed, speed=args.speed)
         app, url = create_app(live=session, **guard), url + "?live=1"
@@ -68,9 +76,11 @@ def serve_command(args: argparse.Namespace) -> int:
         if args.replay and Path(args.replay).parent.resolve() != directory.resolve():
             raise ValueError(f"--replay {args.replay} is not inside --replay-dir {directory}")
         if args.replay:
-            from nmmo.replay import load_replay
+            from nmmo.replay import ReplayError, decoded_bytes, read_header
 
-            load_replay(args.replay)  # a clear error now beats a blank viewer later
+            read_header(args.replay)  # a clear error now beats a blank viewer later
+            if decoded_bytes(args.replay) > args.max_replay_mb * 2**20:
+                raise ReplayError(args.replay, f"decodes to more than --max-replay-mb {args.max_replay_mb} MiB")
             url += f"?replay={Path(args.replay).name}"
         app = create_app(replay_dir=directory, **guard)
     console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)

@@ -26,11 +26,14 @@ from fastapi.staticfiles import StaticFiles
 from client_server.guard import AllowedPeers, HostOriginGuard
 from client_server.packets import dumps, tick_packet
 from client_server.protocol import CommandError, error_frame, parse_command
+from client_server.replays import MAX_REPLAY_MB, ReplayCache, listing
 from client_server.sessions import LiveSession, LiveViewer, ReplayViewer
-from nmmo.replay import ReplayError, load_replay
+from nmmo.replay import ReplayError, read_header
 
 WEB_DIST = Path(__file__).resolve().parent / "web" / "dist"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.replay$")
+#: Websocket viewers served at once by default (live and replays together).
+MAX_VIEWERS = 256
 
 
 # --------------------------------------------------------------- replays
@@ -47,13 +50,18 @@ def replay_path(directory: Path, name: str) -> Path:
 # ------------------------------------------------------------------- app
 def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = None,
                web_dir: Path = WEB_DIST, host: str = "127.0.0.1", port: int = 8000,
-               allow_origins: Sequence[str] = ()) -> FastAPI:
+               allow_origins: Sequence[str] = (), max_viewers: int = MAX_VIEWERS,
+               max_replay_mb: int = MAX_REPLAY_MB) -> FastAPI:
     """The server app: replays from `replay_dir`, a live session if given, the viewer from `web_dir`.
 
     `host` and `port` are where it will be served: requests must name it (Host) and websockets
     come from its own page (Origin) or from a program (no Origin); `allow_origins` widens that
-    (see `client_server.guard`). Everything else gets 403."""
+    (see `client_server.guard`). Everything else gets 403. At most `max_viewers` websockets at
+    once (more are refused with an error frame); replays are decoded once, shared, off the event
+    loop, and refused when their arrays would decode to more than `max_replay_mb` MiB."""
     peers = AllowedPeers(host, port, allow_origins)
+    cache = ReplayCache(max_bytes=max_replay_mb * 2**20)
+    viewers = {"open": 0}
     directory = Path(replay_dir).resolve() if replay_dir is not None else None
 
     @contextlib.asynccontextmanager
@@ -65,6 +73,7 @@ def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = 
             live.task.cancel()
 
     app = FastAPI(title="flatmmo viewer server", lifespan=lifespan)
+    app.state.replay_cache = cache
     app.add_middleware(HostOriginGuard, peers=peers)
 
     @app.get("/api/health")
@@ -72,29 +81,37 @@ def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = 
         return {"ok": True, "live": live is not None, "replays": directory is not None}
 
     @app.get("/api/replays")
-    def replays() -> JSONResponse:
+    async def replays() -> JSONResponse:
         if directory is None:
             return JSONResponse([])
-        out = []
-        for path in sorted(directory.glob("*.replay")):
-            try:
-                header = load_replay(path).header
-            except ReplayError:
-                continue
-            out.append({"name": path.name, "bytes": path.stat().st_size, "ticks": header["ticks"],
-                        "config": header.get("config_name")})
-        return JSONResponse(out)
+        return JSONResponse(await asyncio.to_thread(listing, directory))
 
     @app.get("/api/replays/{name}")
-    def replay_info(name: str) -> dict:
+    async def replay_info(name: str) -> dict:
         if directory is None:
             raise HTTPException(status_code=404, detail="this server has no replay directory")
         path = replay_path(directory, name)
         try:
-            header = load_replay(path).header
+            header = await asyncio.to_thread(read_header, path)
         except ReplayError as err:
-            raise HTTPException(status_code=400, detail=str(err)) from None
+            raise HTTPException(status_code=400, detail=f"replay {name!r} {err.reason}") from None
         return {"name": name, "ticks": header["ticks"], "size": header["size"], "config": header.get("config_name")}
+
+    @contextlib.asynccontextmanager
+    async def viewer_seat(websocket: WebSocket):
+        """Count the viewer in (refusing it with an error frame when the server is full)."""
+        if viewers["open"] >= max_viewers:
+            await websocket.accept()
+            await websocket.send_text(error_frame(f"this server already has {max_viewers} viewers (its "
+                                                  "--max-viewers limit); try again later"))
+            await websocket.close(code=1013)
+            yield False
+            return
+        viewers["open"] += 1
+        try:
+            yield True
+        finally:
+            viewers["open"] -= 1
 
     @app.websocket("/ws/replay/{name}")
     async def replay_socket(websocket: WebSocket, name: str) -> None:
@@ -103,39 +120,38 @@ def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = 
             return
         try:
             path = replay_path(directory, name)
-            replay = load_replay(path)
-        except (HTTPException, ReplayError):
+        except HTTPException:
             await websocket.close(code=4404)
             return
-        await websocket.accept()
-        viewer = ReplayViewer(websocket, replay, name)
-        await viewer.send_header()
-        await viewer.send_tick(full=True)
-        await viewer.send_status()
-        player = asyncio.create_task(viewer.play_loop())
-        try:
-            await _command_loop(websocket, viewer.handle)
-        finally:
-            player.cancel()
+        async with viewer_seat(websocket) as seated:
+            if not seated:
+                return
+            try:
+                replay = await cache.aget(path)
+            except ReplayError as err:
+                await websocket.accept()
+                await websocket.send_text(error_frame(f"replay {name!r} {err.reason}"))
+                await websocket.close(code=4400)
+                return
+            await websocket.accept()
+            viewer = ReplayViewer(websocket, replay, name)
+            await viewer.send_header()
+            await viewer.send_tick(full=True)
+            await viewer.send_status()
+            player = asyncio.create_task(viewer.play_loop())
+            try:
+                await _command_loop(websocket, viewer.handle)
+            finally:
+                player.cancel()
 
     @app.websocket("/ws/live")
     async def live_socket(websocket: WebSocket) -> None:
         if live is None:
             await websocket.close(code=4404)
             return
-        await websocket.accept()
-        viewer = LiveViewer(websocket, live)
-        with live.lock:
-            viewer._put(dumps(live.header()))
-            viewer._put(dumps(tick_packet(live.env.tick, live.frame, None)))
-        viewer._put(dumps(live.status()))
-        live.viewers.add(viewer)
-        sender = asyncio.create_task(viewer.sender())
-        try:
-            await _command_loop(websocket, viewer.handle)
-        finally:
-            live.viewers.discard(viewer)
-            sender.cancel()
+        async with viewer_seat(websocket) as seated:
+            if seated:
+                await _watch_live(websocket, live)
 
     if (web_dir / "index.html").is_file():
         app.mount("/", StaticFiles(directory=web_dir, html=True), name="viewer")
@@ -146,6 +162,23 @@ def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = 
                                 "(npm ci && npm run build in client_server/web). The API is up: "
                                 "<a href='/api/replays'>/api/replays</a>.</p>")
     return app
+
+
+async def _watch_live(websocket: WebSocket, live: LiveSession) -> None:
+    """One viewer of the live run: its queue gets the header, the state now, then every tick."""
+    await websocket.accept()
+    viewer = LiveViewer(websocket, live)
+    with live.lock:
+        viewer._put(dumps(live.header()))
+        viewer._put(dumps(tick_packet(live.env.tick, live.frame, None)))
+    viewer._put(dumps(live.status()))
+    live.viewers.add(viewer)
+    sender = asyncio.create_task(viewer.sender())
+    try:
+        await _command_loop(websocket, viewer.handle)
+    finally:
+        live.viewers.discard(viewer)
+        sender.cancel()
 
 
 async def _command_loop(websocket: WebSocket, handle) -> None:

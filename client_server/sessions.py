@@ -50,12 +50,14 @@ class ReplayViewer:
         self.tick, self.playing, self.speed = 0, False, 10.0
         self.overlay: str | None = None
         self.follow: int | None = None
-        self.visits = np.zeros((replay.size, replay.size), dtype=np.float32)
+        self.visits: np.ndarray | None = None  # made when the viewer first asks for the visits overlay
         self.visits_upto = -1
         self.overlay_sent_at = -1e9
         self.wake = asyncio.Event()
 
     def _accumulate_visits(self, tick: int) -> None:
+        if self.visits is None:
+            self.visits = np.zeros((self.replay.size, self.replay.size), dtype=np.float32)
         if tick < self.visits_upto:
             self.visits[:] = 0
             self.visits_upto = -1

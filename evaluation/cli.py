@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from evaluation.metrics import METRICS
+from evaluation.sandbox import Limits
 from evaluation.tables import (
     fault_text,
     metric_table,
@@ -37,8 +38,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from evaluation.tournament import evaluate
 
     results = evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
-                       workers=args.workers, time_budget=args.time_budget, progress=not args.quiet,
-                       **ray_options(args))
+                       workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
+                       progress=not args.quiet, **ray_options(args))
     console = wide_console()
     console.print(metric_table(results))
     if "team_metrics" in results:
@@ -73,7 +74,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
 
     with live if live is not None else _nothing():
         results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
-                                 workers=args.workers, time_budget=args.time_budget, metric=args.metric,
+                                 workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
+                                 metric=args.metric,
                                  tie_break=None if args.tie_break == "none" else args.tie_break,
                                  progress=not args.quiet and live is None,
                                  record_dir=None if args.record is None else str(args.record),
@@ -98,7 +100,8 @@ def _cmd_table1(args: argparse.Namespace) -> int:
     results = run_table1(args.config, bots=args.bots, maps=args.maps, seed=args.seed, caps=args.caps,
                          forest=args.forest, sensitivity_bots=args.sensitivity_bots, workers=args.workers,
                          out=args.out, resume=args.resume, reference_python=args.reference_python,
-                         progress=not args.quiet, time_budget=args.time_budget, **ray_options(args))
+                         progress=not args.quiet, time_budget=args.time_budget, limits=limits_from(args),
+                         **ray_options(args))
     console = wide_console()
     for table in table1_tables(results):
         console.print(table)
@@ -109,6 +112,12 @@ def _cmd_table1(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+def limits_from(args: argparse.Namespace) -> Limits:
+    """The submission limits the flags ask for (checked: a nonsense value is a clear error)."""
+    return Limits(memory_mb=args.memory_limit, cpu_seconds=args.cpu_limit, open_files=args.open_files,
+                  init_timeout=args.init_timeout).check()
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -122,6 +131,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     common.add_argument("--seed", type=int, default=0, help="run seed (episode seeds derive from it)")
     common.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
     common.add_argument("--time-budget", type=float, default=1.0, help="seconds per tick for each submission")
+    defaults = Limits()
+    common.add_argument("--init-timeout", type=float, default=defaults.init_timeout,
+                        help="seconds a submission has to import and build its policy")
+    common.add_argument("--memory-limit", type=int, default=defaults.memory_mb, metavar="MIB",
+                        help="address space of each submission's worker process, MiB (0: no limit)")
+    common.add_argument("--cpu-limit", type=int, default=defaults.cpu_seconds, metavar="SECONDS",
+                        help="CPU time of each submission's worker per episode (0: no limit)")
+    common.add_argument("--open-files", type=int, default=defaults.open_files, metavar="N",
+                        help="open files of each submission's worker (0: no limit)")
     common.add_argument("--quiet", action="store_true", help="no progress bar")
     add_ray_flags(common)
 

@@ -13,6 +13,7 @@ them in any order and the results do not depend on that order.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,10 +24,12 @@ import numpy as np
 
 import nmmo
 from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, lifetimes_from_infos, policy_means
+from evaluation.sandbox import Limits
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from nmmo import config as config_module
 from nmmo.cli import progress_enabled
 from nmmo.config import Config
+from nmmo.process import die_with_parent
 
 BACKENDS = ("process", "ray")
 
@@ -68,7 +71,7 @@ class EpisodeTask:
     seed: int
     map_seed: int
     time_budget: float = 1.0
-    startup_timeout: float = 60.0
+    limits: Limits = Limits()  # bounds on submissions' worker processes
     max_restarts: int = 5
     replay_path: str | None = None  # record the episode and save the replay here
 
@@ -124,7 +127,7 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     config = config_module.from_toml(task.config_text, task.config_name)
     n = len(task.policies)
     env = nmmo.Env(config, seed=task.seed, record=task.replay_path is not None)
-    handles = [make_handle(spec, config, task.time_budget, task.startup_timeout, task.max_restarts)
+    handles = [make_handle(spec, config, task.time_budget, task.limits, task.max_restarts)
                for spec in task.policies]
     order = sorted(range(n), key=lambda p: is_trusted(task.policies[p]))  # workers think while others run
     owner_of = np.full(len(env.possible_agents) + 1, -1, dtype=np.int64)
@@ -199,7 +202,8 @@ def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool 
                 finished(i, run_episode(task))
         else:
             context = multiprocessing.get_context(START_METHOD)
-            with ProcessPoolExecutor(min(workers, len(tasks)) or 1, mp_context=context) as pool:
+            with ProcessPoolExecutor(min(workers, len(tasks)) or 1, mp_context=context, initializer=die_with_parent,
+                                     initargs=(os.getpid(),)) as pool:
                 futures = {pool.submit(run_episode, task): i for i, task in enumerate(tasks)}
                 try:
                     for future in as_completed(futures):

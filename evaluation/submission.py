@@ -1,87 +1,40 @@
-"""Running policies that may misbehave: fault counting, action validation and worker processes.
+"""Policies in an episode: one handle per policy, faults counted, actions validated.
 
-Trusted policies (``random``, ``idle``, ``scripted:*``) run in-process. Everything else (a
-``pkg.module:Class`` or ``path/file.py:Class`` submission) runs in its own worker process started
-with the ``spawn`` method, and must answer each tick within a time budget. When a policy raises,
-returns something malformed or does not answer in time, its agents idle that tick and the fault is
-counted by kind; a worker that timed out or died is killed and restarted (a fresh ``Policy(config)``
-with the same seed) before the next tick. After `max_restarts` restarts in one episode, or when the
-policy cannot even be built, its agents idle for the rest of the episode. A worker process isolates
-faults; it is not a security sandbox.
+Trusted policies (``random``, ``idle``, ``scripted:*``) run in-process (`InProcessPolicy`).
+Everything else (a ``pkg.module:Class``, ``path/file.py:Class`` or ``ckpt:PATH`` submission) runs
+in a bounded worker process (`SubprocessPolicy`, over `evaluation.sandbox`) and must answer each
+tick within a time budget. When a policy raises, returns something malformed or does not answer in
+time, its agents idle that tick and the fault is counted by kind (`evaluation.faults`); a worker
+that timed out, died or broke the channel is killed and restarted (a fresh ``Policy(config)`` with
+the same seed) before the next tick. After `max_restarts` restarts in one episode, or when the
+policy cannot even be built, its agents idle for the rest of the episode.
 """
 
 from __future__ import annotations
 
 import abc
-import multiprocessing
 import time
-import traceback
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from evaluation.channel import ChannelError, ChannelTimeout
+from evaluation.faults import FAULT_KINDS, Faults, error_text, preview  # noqa: F401 - Faults, FAULT_KINDS re-exported
+from evaluation.sandbox import (
+    Limits,
+    Worker,
+    check_spec_in_worker,
+    close_worker,
+    receive_actions,
+    send_observations,
+    start_worker,
+)
 from nmmo.actions import ActionError, as_index, clean_action
 from nmmo.config import Config
 from nmmo.policy import BUILTIN, load_policy_class
 
-FAULT_KINDS = ("exception", "timeout", "malformed")
-START_METHOD = "spawn"  # a clean interpreter: no inherited locks, threads or engine state
-MAX_MESSAGES = 5
-
-
-# ----------------------------------------------------------------- faults
-@dataclass
-class Faults:
-    """What went wrong with one policy: ticks with a fault, by kind, and what it cost."""
-
-    exception: int = 0
-    timeout: int = 0
-    malformed: int = 0
-    dropped_actions: int = 0  # single-agent actions dropped as malformed (a tick may drop several)
-    restarts: int = 0  # workers killed and started again
-    disabled: int = 0  # episodes in which the policy stopped acting for good
-    not_started: int = 0  # episodes in which it never acted at all (could not be built): not ranked
-    messages: list[str] = field(default_factory=list)  # the first few distinct fault messages
-
-    def record(self, kind: str, message: str) -> None:
-        """Count one fault of `kind` and keep its message if it is new."""
-        setattr(self, kind, getattr(self, kind) + 1)
-        text = f"{kind}: {message}"
-        if len(self.messages) < MAX_MESSAGES and text not in self.messages:
-            self.messages.append(text)
-
-    @property
-    def total(self) -> int:
-        """Ticks with a fault of any kind."""
-        return self.exception + self.timeout + self.malformed
-
-    def merge(self, other: Faults) -> Faults:
-        """Sum of two fault records (messages: the first few distinct of both)."""
-        merged = Faults(**{k: getattr(self, k) + getattr(other, k) for k in
-                           ("exception", "timeout", "malformed", "dropped_actions", "restarts", "disabled",
-                            "not_started")})
-        merged.messages = list(dict.fromkeys(self.messages + other.messages))[:MAX_MESSAGES]
-        return merged
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Faults:
-        return cls(**{k: (list(v) if k == "messages" else int(v)) for k, v in data.items()})
-
-    def summary(self) -> str:
-        """A short human-readable line: 'none' or e.g. 'timeout 2, malformed 1 (3 actions)'."""
-        parts = [f"{kind} {getattr(self, kind)}" for kind in FAULT_KINDS if getattr(self, kind)]
-        if self.dropped_actions:
-            parts.append(f"{self.dropped_actions} actions dropped")
-        if self.not_started:
-            parts.append(f"never started in {self.not_started} episode(s)")
-        if self.disabled > self.not_started:
-            parts.append(f"disabled in {self.disabled - self.not_started} episode(s)")
-        return ", ".join(parts) or "none"
+#: How episode pools start their processes: a clean interpreter, no inherited locks, threads or state.
+START_METHOD = "spawn"
 
 
 # -------------------------------------------------------------- validation
@@ -99,28 +52,12 @@ def validate_actions(actions: Any, controlled: set[int] | frozenset[int]) -> tup
         agent_id = as_index(agent)
         try:
             if agent_id not in controlled:
-                raise ActionError(f"action for agent {_preview(agent)}, which this policy does not control")
+                raise ActionError(f"action for agent {preview(agent)}, which this policy does not control")
             clean[agent_id] = clean_action(agent_id, action)
         except ActionError as err:
             dropped += 1
-            problem = problem or _preview(str(err), 200)
+            problem = problem or preview(str(err), 200)
     return clean, dropped, problem
-
-
-def _preview(value: Any, limit: int = 80) -> str:
-    """Repr cut short: fault messages must stay small whatever a submission returns."""
-    try:
-        text = repr(value)
-    except Exception as err:  # noqa: BLE001 - a hostile __repr__ must not break reporting
-        text = f"<unprintable {type(value).__name__}: {type(err).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _error_text(err: BaseException) -> str:
-    """Exception type, message and the innermost frame: enough to fix a submission, and short."""
-    frames = traceback.extract_tb(err.__traceback__)
-    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
-    return f"{type(err).__name__}: {_preview(str(err), 200)}{where}"
 
 
 # ------------------------------------------------------------------ specs
@@ -144,46 +81,7 @@ def check_spec(spec: str, timeout: float = 60.0) -> None:
     if is_trusted(spec):
         load_policy_class(spec)
         return
-    ctx = multiprocessing.get_context(START_METHOD)
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=_check_main, args=(child, worker_spec(spec)), daemon=True)
-    process.start()
-    child.close()
-    try:
-        if not parent.poll(timeout):
-            raise ValueError(f"policy {spec!r}: importing it took more than {timeout:g} s")
-        try:
-            status, message = parent.recv()
-        except (EOFError, OSError):
-            raise ValueError(f"policy {spec!r}: the process importing it died") from None
-        if status != "ok":
-            raise ValueError(f"policy {spec!r}: {message}")
-    finally:
-        _stop(process, parent)
-
-
-def _check_main(conn: Connection, spec: str) -> None:
-    """Worker body of `check_spec`: load the class, report success or the error."""
-    try:
-        load_policy_class(spec)
-        conn.send(("ok", None))
-    except BaseException as err:  # noqa: BLE001 - reported to the parent
-        conn.send(("error", str(err) if isinstance(err, ValueError) else _error_text(err)))
-
-
-def _stop(process: Any, conn: Connection | None, grace: float = 0.0) -> None:
-    """Kill a worker (after `grace` seconds to exit on its own) and close our end of its pipe."""
-    if conn is not None:
-        conn.close()
-    if process is None:
-        return
-    if grace:
-        process.join(grace)
-    if process.is_alive():
-        process.kill()
-    process.join(5)
-    if not process.is_alive():
-        process.close()
+    check_spec_in_worker(worker_spec(spec), timeout)
 
 
 # ---------------------------------------------------------------- handles
@@ -239,7 +137,7 @@ class InProcessPolicy(PolicyHandle):
                 self._policy.reset(seed)
         except Exception as err:  # noqa: BLE001 - a broken policy idles; the tournament goes on
             self._policy = None
-            self.faults.record("exception", f"could not start: {_error_text(err)}")
+            self.faults.record("exception", f"could not start: {error_text(err)}")
             self.faults.disabled += 1
             self.faults.not_started += 1
 
@@ -252,7 +150,7 @@ class InProcessPolicy(PolicyHandle):
             reply = self._policy.act(observations)
             self._actions = self._accept(reply)
         except Exception as err:  # noqa: BLE001 - raised by act, or by a reply that cannot be read
-            self.faults.record("exception", _error_text(err))
+            self.faults.record("exception", error_text(err))
 
     def collect(self) -> dict[int, dict]:
         actions, self._actions = self._actions, {}
@@ -260,33 +158,30 @@ class InProcessPolicy(PolicyHandle):
 
 
 class SubprocessPolicy(PolicyHandle):
-    """An untrusted policy in a worker process with a per-tick time budget.
+    """An untrusted policy in a bounded worker process with a per-tick time budget.
 
     Args:
         spec: the policy spec as given (shown in reports).
         config: the episode config (sent to the worker as TOML).
         time_budget: seconds the worker has to answer one tick, from when its observations are sent.
-        startup_timeout: seconds to import and build the policy (not part of any tick's budget).
+        limits: memory, CPU time, open files and the time to build the policy (`sandbox.Limits`).
         max_restarts: worker restarts allowed per episode before the policy is disabled.
 
     """
 
-    def __init__(self, spec: str, config: Config, time_budget: float = 1.0, startup_timeout: float = 60.0,
+    def __init__(self, spec: str, config: Config, time_budget: float = 1.0, limits: Limits | None = None,
                  max_restarts: int = 5) -> None:
         super().__init__(spec)
         if not time_budget > 0:
             raise ValueError(f"time budget must be positive, got {time_budget}")
         self.time_budget = time_budget
-        self.startup_timeout = startup_timeout
+        self.limits = (limits or Limits()).check()
         self.max_restarts = max_restarts
-        self._config_text = config.to_toml()
-        self._config_name = config.name
+        self._config = config
         self._seed = 0
-        self._process = None
-        self._conn: Connection | None = None
+        self._worker: Worker | None = None
         self._deadline: float | None = None
         self._disabled = False
-        self._ctx = multiprocessing.get_context(START_METHOD)
 
     # --- lifecycle
     def reset(self, seed: int) -> None:
@@ -298,21 +193,9 @@ class SubprocessPolicy(PolicyHandle):
 
     def _start(self) -> bool:
         """Start a worker and wait until its policy is built; on failure disable the policy."""
-        parent, child = self._ctx.Pipe()
-        args = (child, worker_spec(self.spec), self._config_text, self._config_name, self._seed)
-        self._process = self._ctx.Process(target=_worker_main, args=args, daemon=True)
-        self._process.start()
-        child.close()
-        self._conn = parent
-        reply = self._receive(self.startup_timeout)
-        if reply is not None and reply[0] == "ready":
+        self._worker, kind, message = start_worker(worker_spec(self.spec), self._config, self._seed, self.limits)
+        if self._worker is not None:
             return True
-        if reply is None:
-            kind, message = "timeout", f"not ready within {self.startup_timeout:g} s of starting"
-        elif reply[0] == "dead":
-            kind, message = "exception", f"worker died while starting ({reply[1]})"
-        else:
-            kind, message = "exception", f"could not start: {reply[1]}"
         self.faults.record(kind, message)
         self._disable()
         return False
@@ -323,11 +206,12 @@ class SubprocessPolicy(PolicyHandle):
         self.faults.disabled += 1
 
     def _kill(self) -> None:
-        _stop(self._process, self._conn)
-        self._process, self._conn, self._deadline = None, None, None
+        if self._worker is not None:
+            self._worker.stop()
+        self._worker, self._deadline = None, None
 
     def _restart(self) -> bool:
-        """Replace a worker that hung or died, within the episode's restart allowance."""
+        """Replace a worker that hung, died or broke the channel, within the episode's allowance."""
         self._kill()
         if self.faults.restarts >= self.max_restarts:
             self.faults.messages.append(f"disabled after {self.max_restarts} restarts")
@@ -337,107 +221,61 @@ class SubprocessPolicy(PolicyHandle):
         return self._start()
 
     def close(self) -> None:
-        idle = self._conn is not None and self._deadline is None  # not busy with a tick: ask it to exit
-        if idle:
-            try:
-                self._conn.send(("close", None))
-            except (OSError, ValueError):
-                idle = False
-        _stop(self._process, self._conn, grace=1.0 if idle else 0.0)
-        self._process, self._conn, self._deadline = None, None, None
+        if self._worker is not None:
+            close_worker(self._worker)
+        self._worker, self._deadline = None, None
 
     # --- one tick
-    def _receive(self, timeout: float) -> tuple | None:
-        """The worker's next message; ("dead", why) if it exited; None if nothing came in time."""
-        try:
-            if not self._conn.poll(max(timeout, 0.0)):
-                return None
-            return self._conn.recv()
-        except (EOFError, OSError):
-            self._process.join(1)
-            return ("dead", f"exit code {self._process.exitcode}")
-        except Exception as err:  # noqa: BLE001 - an unreadable reply
-            return ("unreadable", _error_text(err))
-
     def submit(self, observations: dict[int, dict]) -> None:
         self._controlled = frozenset(observations)
         self._deadline = None
         if self._disabled or not observations:
             return
-        if self._process is None and not self._restart():
+        if self._worker is None and not self._restart():
             return
+        deadline = time.monotonic() + self.time_budget
         try:
-            self._conn.send(("act", observations))
-        except (OSError, ValueError) as err:
-            self.faults.record("exception", f"worker unreachable: {_error_text(err)}")
+            send_observations(self._worker, observations, deadline)
+        except ChannelTimeout:
+            self.faults.record("timeout", f"did not take its observations within the {self.time_budget:g} s "
+                                          "budget; worker killed")
             self._kill()
             return
-        self._deadline = time.monotonic() + self.time_budget
+        except ChannelError:
+            self.faults.record("exception", f"worker unreachable ({self._worker.death() or 'channel closed'})")
+            self._kill()
+            return
+        self._deadline = deadline
 
     def collect(self) -> dict[int, dict]:
-        if self._deadline is None:
+        if self._deadline is None or self._worker is None:
             return {}
-        reply = self._receive(self._deadline - time.monotonic())
-        self._deadline = None
-        if reply is None:
+        deadline, self._deadline = self._deadline, None
+        try:
+            reply = receive_actions(self._worker, deadline)
+        except ChannelTimeout:
             self.faults.record("timeout", f"no answer within the {self.time_budget:g} s budget; worker killed")
             self._kill()  # restarted at the next submit
             return {}
-        status = reply[0] if isinstance(reply, tuple) and reply else None
-        if status == "ok" and len(reply) == 4:
-            _, actions, dropped, problem = reply
-            return self._accept(actions, dropped if isinstance(dropped, int) else 0,
-                                problem if isinstance(problem, str) else None)
-        if status == "error":
-            self.faults.record("exception", str(reply[1]))
-        elif status == "malformed":
-            self.faults.record("malformed", str(reply[1]))
-        else:  # dead, unreadable or a protocol violation: start afresh next tick
-            self.faults.record("exception" if status == "dead" else "malformed",
-                               f"worker {'died' if status == 'dead' else 'sent an unreadable reply'}: "
-                               f"{_preview(reply[1] if status else reply)}")
+        except ChannelError as err:
+            time.sleep(0.01)  # a worker that is dying: let its exit say why
+            death = self._worker.death()
+            if death is not None:
+                self.faults.record("exception", f"worker died: {death}")
+            else:  # alive but wrote something that is not a reply: a protocol violation
+                self.faults.record("malformed", f"worker sent an unreadable reply ({err}); worker replaced")
             self._kill()
-        return {}
+            return {}
+        if reply["kind"] == "error":
+            self.faults.record("exception", preview(reply["message"], 300))
+            return {}
+        problem = reply.get("problem")
+        return self._accept(reply["actions"], reply.get("dropped", 0), problem if isinstance(problem, str) else None)
 
 
-def _worker_main(conn: Connection, spec: str, config_text: str, config_name: str, seed: int) -> None:
-    """Worker body: build the policy, then answer ("act", observations) messages until told to close.
-
-    Replies are validated here too, so what crosses the pipe is plain ints and dicts."""
-    try:
-        from nmmo.config import from_toml
-
-        config = from_toml(config_text, config_name)
-        policy = load_policy_class(spec)(config)
-        if callable(getattr(policy, "reset", None)):
-            policy.reset(seed)
-    except BaseException as err:  # noqa: BLE001 - reported to the parent
-        conn.send(("error", str(err) if isinstance(err, ValueError) else _error_text(err)))
-        return
-    conn.send(("ready", None))
-    while True:
-        try:
-            kind, payload = conn.recv()
-        except (EOFError, OSError):
-            return
-        if kind != "act":
-            return
-        try:
-            actions = policy.act(payload)
-        except Exception as err:  # noqa: BLE001
-            conn.send(("error", _error_text(err)))
-            continue
-        try:
-            clean, dropped, problem = validate_actions(actions, frozenset(payload))
-        except Exception as err:  # noqa: BLE001 - e.g. a mapping whose items() raises
-            conn.send(("malformed", f"unreadable reply: {_error_text(err)}"))
-            continue
-        conn.send(("ok", clean, dropped, problem))
-
-
-def make_handle(spec: str, config: Config, time_budget: float = 1.0, startup_timeout: float = 60.0,
+def make_handle(spec: str, config: Config, time_budget: float = 1.0, limits: Limits | None = None,
                 max_restarts: int = 5) -> PolicyHandle:
-    """In-process for trusted specs, a worker process for submissions."""
+    """In-process for trusted specs, a bounded worker process for submissions."""
     if is_trusted(spec):
         return InProcessPolicy(spec, config)
-    return SubprocessPolicy(spec, config, time_budget, startup_timeout, max_restarts)
+    return SubprocessPolicy(spec, config, time_budget, limits, max_restarts)

@@ -36,6 +36,7 @@ from evaluation.episode import (
 )
 from evaluation.metrics import METRICS, aggregate_by_policy, aggregate_teams, check_metric
 from evaluation.rating import ANCHOR, BETA, Ratings, ranks_from_scores
+from evaluation.sandbox import Limits
 from evaluation.submission import Faults, check_spec
 from nmmo import config as config_module
 from nmmo.config import Config
@@ -114,13 +115,13 @@ def _header(mode: str, config: Config, policies: list[str], seeds: list[int], ma
 
 
 def _tasks(config: Config, policies: list[str], seeds: list[int], map_seeds: list[int], time_budget: float,
-           startup_timeout: float, max_restarts: int, record_dir: str | None = None) -> list[EpisodeTask]:
+           limits: Limits, max_restarts: int, record_dir: str | None = None) -> list[EpisodeTask]:
     text = config.to_toml()
 
     def replay(i: int) -> str | None:
         return None if record_dir is None else str(Path(record_dir) / f"episode_{i:03d}.replay")
 
-    return [EpisodeTask(i, text, config.name, tuple(policies), s, m, time_budget, startup_timeout, max_restarts,
+    return [EpisodeTask(i, text, config.name, tuple(policies), s, m, time_budget, limits, max_restarts,
                         replay(i)) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
 
 
@@ -157,7 +158,7 @@ def _episode_entry(result: EpisodeResult, policies: list[str]) -> dict[str, Any]
 
 
 def evaluate(config: Config | str, policy: str, ticks: int | None = None, episodes: int = 4, seed: int = 0,
-             workers: int = 2, time_budget: float = 1.0, progress: bool = True, startup_timeout: float = 60.0,
+             workers: int = 2, time_budget: float = 1.0, progress: bool = True, limits: Limits | None = None,
              max_restarts: int = 5, backend: str = "process", ray_address: str | None = None) -> dict[str, Any]:
     """Self-contained runs: `policy` controls every agent for `ticks` ticks (default: the config's
     HORIZON) in each of `episodes` episodes, episode i on held-out map i. Returns the result dict
@@ -167,12 +168,13 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     config = with_horizon(base, base.HORIZON if ticks is None else ticks)
     policies = tournament_policies([policy], anchor=policy)
     _check_settings(config, 1, episodes, workers, time_budget)
-    check_spec(policy, startup_timeout)
+    limits = (limits or Limits()).check()
+    check_spec(policy, limits.init_timeout)
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
     settings = {"ticks": config.HORIZON, "episodes": episodes, "seed": seed, "time_budget": time_budget,
-                "workers": workers, "startup_timeout": startup_timeout, "max_restarts": max_restarts,
+                "workers": workers, "limits": limits.to_dict(), "max_restarts": max_restarts,
                 "backend": backend}
-    results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts),
+    results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, limits, max_restarts),
                            workers, progress, desc=f"eval {policy}", backend=backend, ray_address=ray_address)
     metrics, faults = _pooled(results, policies)
     out = _header("eval", config, policies, seeds, map_seeds, settings)
@@ -254,7 +256,7 @@ class Standings:
 def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int | None = None,
                    seed: int = 0, workers: int = 2, time_budget: float = 1.0, metric: str = "achievement",
                    anchor: str = ANCHOR, tie_break: str | None = TIE_BREAK, progress: bool = True,
-                   startup_timeout: float = 60.0, max_restarts: int = 5,
+                   limits: Limits | None = None, max_restarts: int = 5,
                    record_dir: str | None = None, backend: str = "process", ray_address: str | None = None,
                    journal: str | Path | None = None, resume: bool = False,
                    on_update: Callable[[Standings], None] | None = None) -> dict[str, Any]:
@@ -280,21 +282,22 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     policies = tournament_policies(policies, anchor)
     _check_settings(config, len(policies), episodes, workers, time_budget)
     config = equal_shares(config, len(policies))
+    limits = (limits or Limits()).check()
     for spec in policies:
-        check_spec(spec, startup_timeout)
+        check_spec(spec, limits.init_timeout)
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
     settings = {"ticks": ticks, "episodes": episodes, "seed": seed, "metric": metric, "tie_break": tie_break,
                 "anchor": anchor, "population": config.PLAYER_N, "beta": BETA, "time_budget": time_budget,
                 "workers": workers,
-                "startup_timeout": startup_timeout, "max_restarts": max_restarts, "backend": backend}
-    tasks = _tasks(config, policies, seeds, map_seeds, time_budget, startup_timeout, max_restarts, record_dir)
+                "limits": limits.to_dict(), "max_restarts": max_restarts, "backend": backend}
+    tasks = _tasks(config, policies, seeds, map_seeds, time_budget, limits, max_restarts, record_dir)
     standings = Standings(policies, metric, anchor, tie_break)
     book = None
     if journal is not None:
         from evaluation.journal import Journal
 
         run = {"mode": "tournament", "config": config.to_toml(), "policies": policies, "seed": seed,
-               "ticks": ticks, "time_budget": time_budget, "startup_timeout": startup_timeout,
+               "ticks": ticks, "time_budget": time_budget, "limits": limits.to_dict(),
                "max_restarts": max_restarts}
         book = Journal(journal, run, resume=resume)
         for index in sorted(book.results):

@@ -49,7 +49,11 @@ class ConfigError(ValueError):
     """A config key, value or combination is invalid; the message says which and why."""
 
 
-# Lower/upper bounds per key, checked by `Config.set`. Keys not listed only get a type check.
+#: Most agent ids an episode may issue (`possible_agents` lists them all).
+MAX_AGENT_IDS = 2**22
+
+# Lower/upper bounds per key, checked by `Config.set`. Keys not listed only get a type check. Upper
+# bounds keep every value inside what the state tables' integer types can hold.
 _BOUNDS: dict[str, tuple[float | None, float | None]] = {}
 
 
@@ -125,9 +129,9 @@ class Config:
     _bounds(
         MAP_CENTER=(4, 4096),
         MAP_BORDER=(1, 1024),
-        MAP_N=(1, None),
-        MAP_N_EVAL=(1, None),
-        MAP_EVAL_SEED_OFFSET=(0, None),
+        MAP_N=(1, 2**31),
+        MAP_N_EVAL=(1, 2**31),
+        MAP_EVAL_SEED_OFFSET=(0, 2**40),
         MAP_NOISE_OCTAVES_MAX=(1, 16),
         MAP_NOISE_FREQ_MAX=(1e-4, 0.5),
         MAP_NOISE_FREQ_MIN=(1e-4, 0.5),
@@ -135,15 +139,15 @@ class Config:
         MAP_WATER_THRESHOLD=(0.0, 1.0),
         MAP_GRASS_THRESHOLD=(0.0, 1.0),
         MAP_FOREST_THRESHOLD=(0.0, 1.0),
-        HORIZON=(1, None),
-        PLAYER_N=(1, None),
-        PLAYER_SPAWN_ATTEMPTS=(0, None),
-        PLAYER_SPAWN_SPACING=(1, None),
+        HORIZON=(1, 10**7),
+        PLAYER_N=(1, 2**16),
+        PLAYER_SPAWN_ATTEMPTS=(0, 2**12),
+        PLAYER_SPAWN_SPACING=(1, 2**12),
         PLAYER_VISION_RADIUS=(1, 64),
-        PLAYER_N_OBS=(1, None),
-        PLAYER_TEAM_SIZE=(1, None),
+        PLAYER_N_OBS=(1, 2**14),
+        PLAYER_TEAM_SIZE=(1, 2**16),
         PLAYER_TEAM_SPIRIT=(0.0, 1.0),
-        NPC_N=(0, None),
+        NPC_N=(0, 2**20),
         NPC_LEVEL_MAX=(1, 99),
         NPC_LEVEL_SPREAD=(0, 99),
     )
@@ -264,12 +268,31 @@ class Config:
                 f"MAP_CENTER={self.MAP_CENTER} is smaller than the vision window "
                 f"2 * PLAYER_VISION_RADIUS + 1 = {window}"
             )
-        radius = max(self.PLAYER_VISION_RADIUS, getattr(self, "NPC_VISION_RADIUS", 0))
-        if self.MAP_BORDER < radius:
+        if self.MAP_BORDER <= self.PLAYER_VISION_RADIUS:
             raise ConfigError(
-                f"MAP_BORDER={self.MAP_BORDER} must be at least the vision radius ({radius}) so "
-                "observation windows stay inside the map"
+                f"MAP_BORDER={self.MAP_BORDER} must exceed PLAYER_VISION_RADIUS={self.PLAYER_VISION_RADIUS}: an "
+                "agent that dies in the lava beside the playable square still sees its whole window"
             )
+        if self.has("NPC") and self.MAP_BORDER < self.NPC_VISION_RADIUS:
+            raise ConfigError(
+                f"MAP_BORDER={self.MAP_BORDER} must be at least NPC_VISION_RADIUS={self.NPC_VISION_RADIUS} so "
+                "NPC vision windows stay inside the map"
+            )
+        if self.PLAYER_N_OBS > window * window:
+            raise ConfigError(
+                f"PLAYER_N_OBS={self.PLAYER_N_OBS} exceeds the {window * window} tiles an agent sees "
+                f"(PLAYER_VISION_RADIUS={self.PLAYER_VISION_RADIUS}): rows it could never fill"
+            )
+        if self.PLAYER_TEAM_SIZE > self.PLAYER_N:
+            raise ConfigError(f"PLAYER_TEAM_SIZE={self.PLAYER_TEAM_SIZE} exceeds PLAYER_N={self.PLAYER_N}")
+        ids = self.PLAYER_N + (self.PLAYER_SPAWN_ATTEMPTS * self.HORIZON if self.PLAYER_RESPAWN else 0)
+        if ids > MAX_AGENT_IDS:
+            raise ConfigError(
+                f"PLAYER_N + PLAYER_SPAWN_ATTEMPTS x HORIZON = {ids} agent ids (possible_agents) exceeds "
+                f"{MAX_AGENT_IDS}: lower PLAYER_SPAWN_ATTEMPTS or HORIZON, or turn PLAYER_RESPAWN off"
+            )
+        if self.has("NPC") and self.NPC_N > self.MAP_CENTER**2:
+            raise ConfigError(f"NPC_N={self.NPC_N} exceeds the {self.MAP_CENTER ** 2} tiles of the playable square")
         ring = 4 * (self.MAP_CENTER - 1)
         if self.PLAYER_N > ring:
             raise ConfigError(
@@ -417,13 +440,13 @@ class Resource:
     """Chance per tick that a depleted forest (scrub) grows back."""
 
     _bounds(
-        RESOURCE_FOOD_DECAY=(0, None),
-        RESOURCE_WATER_DECAY=(0, None),
-        RESOURCE_STARVE_DAMAGE=(0, None),
-        RESOURCE_DEHYDRATE_DAMAGE=(0, None),
+        RESOURCE_FOOD_DECAY=(0, 10**4),
+        RESOURCE_WATER_DECAY=(0, 10**4),
+        RESOURCE_STARVE_DAMAGE=(0, 10**4),
+        RESOURCE_DEHYDRATE_DAMAGE=(0, 10**4),
         RESOURCE_REGEN_THRESHOLD=(0.0, 1.0),
-        RESOURCE_REGEN_FRACTION=(0.0, None),
-        RESOURCE_REGEN_MIN=(0, None),
+        RESOURCE_REGEN_FRACTION=(0.0, 100.0),
+        RESOURCE_REGEN_MIN=(0, 10**4),
         RESOURCE_FOREST_REGROW_PROB=(0.0, 1.0),
     )
 
@@ -462,15 +485,15 @@ class Combat:
         COMBAT_MELEE_REACH=(1, 16),
         COMBAT_RANGE_REACH=(1, 16),
         COMBAT_MAGE_REACH=(1, 16),
-        COMBAT_MELEE_DAMAGE_BASE=(0, None),
-        COMBAT_MELEE_DAMAGE_SCALE=(0, None),
-        COMBAT_RANGE_DAMAGE_BASE=(0, None),
-        COMBAT_RANGE_DAMAGE_SCALE=(0, None),
-        COMBAT_MAGE_DAMAGE_BASE=(0, None),
-        COMBAT_MAGE_DAMAGE_SCALE=(0, None),
-        COMBAT_ARMOUR_ABSORB_DIVISOR=(1, None),
-        COMBAT_MISS_DAMAGE=(0, None),
-        COMBAT_FREEZE_TICKS=(0, None),
+        COMBAT_MELEE_DAMAGE_BASE=(0, 10**5),
+        COMBAT_MELEE_DAMAGE_SCALE=(0, 10**5),
+        COMBAT_RANGE_DAMAGE_BASE=(0, 10**5),
+        COMBAT_RANGE_DAMAGE_SCALE=(0, 10**5),
+        COMBAT_MAGE_DAMAGE_BASE=(0, 10**5),
+        COMBAT_MAGE_DAMAGE_SCALE=(0, 10**5),
+        COMBAT_ARMOUR_ABSORB_DIVISOR=(1, 10**4),
+        COMBAT_MISS_DAMAGE=(0, 10**5),
+        COMBAT_FREEZE_TICKS=(0, 10**4),
     )
 
 
@@ -499,11 +522,11 @@ class Progression:
         PROGRESSION_LEVEL_MAX=(1, 99),
         PROGRESSION_BASE_LEVEL=(1, 99),
         PROGRESSION_RESOURCE_BASE_LEVEL=(1, 99),
-        PROGRESSION_HARVEST_XP_SCALE=(0, None),
-        PROGRESSION_DEALT_CONSTITUTION_XP=(0, None),
-        PROGRESSION_DEALT_STYLE_XP=(0, None),
-        PROGRESSION_TAKEN_CONSTITUTION_XP=(0, None),
-        PROGRESSION_TAKEN_DEFENSE_XP=(0, None),
+        PROGRESSION_HARVEST_XP_SCALE=(0, 10**6),
+        PROGRESSION_DEALT_CONSTITUTION_XP=(0, 10**6),
+        PROGRESSION_DEALT_STYLE_XP=(0, 10**6),
+        PROGRESSION_TAKEN_CONSTITUTION_XP=(0, 10**6),
+        PROGRESSION_TAKEN_DEFENSE_XP=(0, 10**6),
     )
 
 
@@ -531,14 +554,14 @@ class NPC:
     """Ticks a damaged passive NPC flees from its attacker."""
 
     _bounds(
-        NPC_SPAWN_ATTEMPTS=(0, None),
+        NPC_SPAWN_ATTEMPTS=(0, 10**5),
         NPC_LEVEL_MIN=(1, 99),
         NPC_HOSTILE_DANGER=(0.0, 1.0),
         NPC_NEUTRAL_DANGER=(0.0, 1.0),
         NPC_VISION_RADIUS=(1, 64),
-        NPC_REGEN=(0, None),
-        NPC_ARMOUR_STD=(0.0, None),
-        NPC_FLEE_TICKS=(0, None),
+        NPC_REGEN=(0, 10**4),
+        NPC_ARMOUR_STD=(0.0, 1000.0),
+        NPC_FLEE_TICKS=(0, 10**4),
     )
 
 

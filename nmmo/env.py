@@ -30,6 +30,7 @@ Version history: v0 (this) — first release.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +110,7 @@ class Env(ParallelEnv):
         self.possible_agents = list(range(1, self.config.PLAYER_N + spawn_budget + 1))
         self.agents: list[int] = []
         self._obs: Observations | None = None
+        self._failure: str | None = None  # set when a step failed half-way: the env is unusable until reset
         self._spaces: tuple[gymnasium.spaces.Dict, gymnasium.spaces.Dict] | None = None  # made once
         self._id_to_slot: dict[int, int] = {}
         self._map_cache: dict[int, Any] = {}
@@ -158,6 +160,7 @@ class Env(ParallelEnv):
         elif seed is None:  # a fresh episode stream derived from the previous one: reproducible from the first seed
             seed = int(self._np_random.integers(2**63))
         self.episode_seed = seed
+        self._failure = None
         self._np_random = np.random.default_rng(seed)
         rng = self._np_random
         map_seed = int(rng.integers(self.config.MAP_N))  # drawn even when overridden: same RNG stream
@@ -188,17 +191,19 @@ class Env(ParallelEnv):
         if self._obs is None:
             raise RuntimeError("call reset() before step()")
         self._check_not_over()
-        directions, styles, targets, invalid = self._parse_actions(actions)
-        observers_before = self._live_slots()
-        result = self._advance(directions, styles, targets)
-        outputs = self._dict_outputs(observers_before, result, invalid)
-        none_spawned = np.zeros(0, dtype=np.int64)
-        while not self.agents and not self.done and self.config.PLAYER_RESPAWN and self.config.PLAYER_SPAWN_ATTEMPTS:
-            # Every agent died in the same tick. PettingZoo loops stop on an empty `agents`, so tick
-            # on (nobody to act) until the respawns arrive: `agents` is empty only at the end.
-            result = self._advance(*self._empty_actions())
-            for merged, extra in zip(outputs, self._dict_outputs(none_spawned, result, {}), strict=True):
-                merged.update(extra)
+        directions, styles, targets, invalid = self._parse_actions(actions)  # raises before anything changes
+        with self._changing_the_world():
+            observers_before = self._live_slots()
+            result = self._advance(directions, styles, targets)
+            outputs = self._dict_outputs(observers_before, result, invalid)
+            none_spawned = np.zeros(0, dtype=np.int64)
+            while not self.agents and not self.done and self.config.PLAYER_RESPAWN and (
+                    self.config.PLAYER_SPAWN_ATTEMPTS):
+                # Every agent died in the same tick. PettingZoo loops stop on an empty `agents`, so tick
+                # on (nobody to act) until the respawns arrive: `agents` is empty only at the end.
+                result = self._advance(*self._empty_actions())
+                for merged, extra in zip(outputs, self._dict_outputs(none_spawned, result, {}), strict=True):
+                    merged.update(extra)
         return outputs
 
     def step_arrays(self, actions: np.ndarray) -> BatchStep:
@@ -215,6 +220,10 @@ class Env(ParallelEnv):
         directions, styles, targets = self._empty_actions()
         slots = self._live_slots()
         apply_indices(self._obs, self.realm.state, self.config, slots, actions[slots], (directions, styles, targets))
+        with self._changing_the_world():
+            return self._step_arrays(directions, styles, targets)
+
+    def _step_arrays(self, directions: np.ndarray, styles: np.ndarray, targets: np.ndarray) -> BatchStep:
         ent = self.realm.state.entities
         ids_before = ent.id[: self.n_slots].copy()
         alive_before = ent.alive[: self.n_slots].copy()
@@ -301,7 +310,20 @@ class Env(ParallelEnv):
         return {agent: {name: column[i] for name, column in columns.items()} for i, agent in enumerate(ids.tolist())}
 
     # ----------------------------------------------------------- internals
+    @contextlib.contextmanager
+    def _changing_the_world(self):
+        """Once a step has begun to change the state, any failure (an engine bug, a custom reward
+        that raises) leaves a half-stepped world: the env refuses to go on until `reset`."""
+        try:
+            yield
+        except BaseException as err:
+            self._failure = f"{type(err).__name__}: {err}"
+            raise
+
     def _check_not_over(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(f"this env failed in the middle of a step ({self._failure}) and its state is "
+                               "half-stepped; call reset() to start a new episode")
         if self.done:
             raise RuntimeError(f"the episode is over (tick {self.realm.state.tick} reached HORIZON = "
                                f"{self.config.HORIZON}); call reset() to start the next one")

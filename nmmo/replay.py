@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,7 +58,12 @@ FIELDS: dict[str, np.dtype] = {
 
 
 class ReplayError(ValueError):
-    """A replay file is missing, truncated, corrupt or from a newer format; the message says which."""
+    """A replay file is missing, truncated, corrupt, too big or from a newer format; the message
+    says which. `reason` is the message without the file's path (for replies to remote viewers)."""
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"replay {str(path)!r} {reason}")
 
 
 def capture(state: State) -> dict[str, np.ndarray]:
@@ -146,7 +150,7 @@ class Recorder:
         from nmmo.files import atomic_write_bytes
 
         if self.material is None:
-            raise ReplayError("nothing recorded: call env.reset() with recording on first")
+            raise ReplayError(path, "has nothing recorded: call env.reset() with recording on first")
         path = Path(path)
         ticks = len(self.frames) - 1
         arrays: dict[str, np.ndarray] = {"material": self.material}
@@ -226,36 +230,87 @@ class Replay:
         return self.overlay_data[i], float(self.overlay_range[i, 0]), float(self.overlay_range[i, 1])
 
 
-def load_replay(path: str | os.PathLike) -> Replay:
-    """Load and validate a replay file; a clear ReplayError for anything wrong with it."""
-    path = Path(path)
+def _require(ok: bool, path: Path, reason: str) -> None:
+    if not ok:
+        raise ReplayError(path, reason)
+
+
+def _open(path: Path):
+    """The replay's npz archive (lazy: members decode when read), or ReplayError."""
     if not path.is_file():
-        raise ReplayError(f"replay {str(path)!r} does not exist")
+        raise ReplayError(path, "does not exist")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as err:
-        raise ReplayError(f"replay {str(path)!r} is truncated or corrupt ({type(err).__name__}: {err})") from None
+        return np.load(path, allow_pickle=False)
+    except Exception as err:  # noqa: BLE001 - whatever a damaged file raises, one clear error
+        raise ReplayError(path, f"is truncated or corrupt ({type(err).__name__})") from None
+
+
+def _header(path: Path, archive) -> dict:
+    """The header member, decoded and checked: the fields the loader relies on, with their types."""
     try:
-        header = json.loads(arrays["header"].tobytes().decode())
-    except (KeyError, ValueError) as err:
-        raise ReplayError(f"replay {str(path)!r} has no readable header ({err})") from None
-    if header.get("format") != FORMAT:
-        raise ReplayError(f"{str(path)!r} is not a flatmmo replay (format {header.get('format')!r})")
-    if header.get("version", 0) > VERSION:
-        raise ReplayError(f"{str(path)!r} is replay format v{header['version']}; this flatmmo reads up to "
-                          f"v{VERSION}: upgrade flatmmo to open it")
-    ticks, slots = int(header["ticks"]), int(header["slots"])
+        header = json.loads(archive["header"].tobytes().decode())
+    except Exception as err:  # noqa: BLE001 - a missing, damaged or non-JSON header
+        raise ReplayError(path, f"has no readable header ({type(err).__name__})") from None
+    _require(isinstance(header, dict), path, "has a header that is not a JSON object")
+    found = str(header.get("format"))[:40]
+    _require(header.get("format") == FORMAT, path, f"is not a flatmmo replay (format {found!r})")
+    version = header.get("version", 0)
+    _require(type(version) is int, path, "has a header without an integer version")
+    _require(version <= VERSION, path, f"is replay format v{version}; this flatmmo reads up to v{VERSION}: upgrade "
+                                       "flatmmo to open it")
+    for key in ("ticks", "slots", "size"):
+        _require(type(header.get(key)) is int and header[key] >= 0, path, f"has a header whose {key!r} is not a count")
+    overlays = header.get("overlays", [])
+    _require(isinstance(overlays, list) and all(isinstance(n, str) for n in overlays), path,
+             "has a header whose 'overlays' is not a list of names")
+    return header
+
+
+def read_header(path: str | os.PathLike) -> dict:
+    """A replay's header alone (cheap: no frame is decoded); ReplayError if the file is not one."""
+    path = Path(path)
+    with _open(path) as archive:
+        return _header(path, archive)
+
+
+def decoded_bytes(path: str | os.PathLike) -> int:
+    """How many bytes a replay's arrays take once decoded (from the archive's directory)."""
+    path = Path(path)
+    with _open(path) as archive:
+        return sum(info.file_size for info in archive.zip.infolist())
+
+
+def load_replay(path: str | os.PathLike, max_bytes: int | None = None) -> Replay:
+    """Load and validate a replay file; a clear ReplayError for anything wrong with it. With
+    `max_bytes`, a file whose arrays would decode to more is refused before decoding them (a small
+    file can hold a huge, highly compressible array)."""
+    path = Path(path)
+    with _open(path) as archive:
+        header = _header(path, archive)
+        size = sum(info.file_size for info in archive.zip.infolist())
+        if max_bytes is not None and size > max_bytes:
+            raise ReplayError(path, f"decodes to {size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
+        try:
+            arrays = {key: archive[key] for key in archive.files if key != "header"}
+        except Exception as err:  # noqa: BLE001 - a damaged member
+            raise ReplayError(path, f"is truncated or corrupt ({type(err).__name__}: {err})") from None
+    ticks, slots = header["ticks"], header["slots"]
     fields = {}
     for name, dtype in FIELDS.items():
         delta = arrays.get(f"f_{name}")
-        if delta is None and header.get("version", 1) < ADDED_IN.get(name, 0):
+        if delta is None and header["version"] < ADDED_IN.get(name, 0):
             delta = np.zeros((ticks + 1, slots), dtype=dtype)
-        if delta is None or delta.shape != (ticks + 1, slots):
-            raise ReplayError(f"replay {str(path)!r} is corrupt: field {name!r} is missing or has the wrong shape")
+        _require(delta is not None and delta.shape == (ticks + 1, slots), path,
+                 f"is corrupt: field {name!r} is missing or has the wrong shape")
         fields[name] = np.cumsum(delta, axis=0, dtype=np.int64).astype(dtype)
-    size = int(header["size"])
-    if arrays["material"].shape != (size, size):
-        raise ReplayError(f"replay {str(path)!r} is corrupt: the map is not {size}x{size}")
-    return Replay(header, arrays["material"], fields, arrays["tile_events"], arrays["overlay_index"],
-                  arrays["overlay_range"], arrays["overlay_data"])
+    size = header["size"]
+    _require(arrays.get("material") is not None and arrays["material"].shape == (size, size), path,
+             f"is corrupt: the map is not {size}x{size}")
+    events = {key: arrays.get(key) for key in ("tile_events", "overlay_index", "overlay_range", "overlay_data")}
+    _require(all(value is not None for value in events.values()), path, "is corrupt: an event table is missing")
+    _require(events["tile_events"].ndim == 2 and events["tile_events"].shape[1:] == (3,), path,
+             "is corrupt: the tile events are not (tick, index, material) rows")
+    _require(events["overlay_index"].shape[0] == events["overlay_data"].shape[0] == events["overlay_range"].shape[0],
+             path, "is corrupt: the overlay tables disagree")
+    return Replay(header, arrays["material"], fields, events["tile_events"], events["overlay_index"],
+                  events["overlay_range"], events["overlay_data"])

@@ -17,6 +17,7 @@ same seeds.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 from pathlib import Path
@@ -28,6 +29,7 @@ from nmmo.config import Config
 from nmmo.metrics import METRICS
 from nmmo.obs import OBS_FIELDS
 from nmmo.obs import layout as obs_layout
+from nmmo.process import die_with_parent
 
 STEP_FIELDS = {"reward": np.float32, "terminated": bool, "truncated": bool, "alive": bool, "agent_id": np.int64}
 METRIC_NAMES = METRICS  # the columns of `VecStep.episodes`
@@ -157,7 +159,8 @@ class EnvBlock:
 
 
 def _worker(config_toml: str, config_name: str, seeds: list[int], shm_name: str, rows: int, start_row: int,
-            actions_name: str, pipe, env: str | None) -> None:  # pragma: no cover - runs in a child process
+            actions_name: str, pipe, env: str | None, parent: int) -> None:  # pragma: no cover - a child process
+    die_with_parent(parent)  # a killed trainer leaves no env workers behind
     config = config_module.from_toml(config_toml, config_name)
     shm = shared_memory.SharedMemory(name=shm_name)
     actions_shm = shared_memory.SharedMemory(name=actions_name)
@@ -213,7 +216,7 @@ class _Processes:
             parent, child = context.Pipe()
             proc = context.Process(target=_worker, daemon=True, args=(
                 config.to_toml(), config.name, [seeds[i] for i in part], self.shm.name, rows,
-                int(part[0]) * config.PLAYER_N, self.actions_shm.name, child, env))
+                int(part[0]) * config.PLAYER_N, self.actions_shm.name, child, env, os.getpid()))
             proc.start()
             self.procs.append(proc)
             self.pipes.append(parent)

@@ -63,7 +63,11 @@ def test_set_accepts_numpy_scalars_and_ints_for_floats():
     ("changes", "message"),
     [
         ({"MAP_CENTER": 10}, r"smaller than the vision window"),
-        ({"MAP_BORDER": 3}, r"MAP_BORDER=3 must be at least the vision radius"),
+        ({"MAP_BORDER": 3}, r"MAP_BORDER=3 must exceed PLAYER_VISION_RADIUS=7"),
+        ({"MAP_BORDER": 7}, r"MAP_BORDER=7 must exceed PLAYER_VISION_RADIUS=7: an agent that dies in the lava"),
+        ({"PLAYER_N_OBS": 226}, r"PLAYER_N_OBS=226 exceeds the 225 tiles"),
+        ({"PLAYER_TEAM_SIZE": 65}, r"PLAYER_TEAM_SIZE=65 exceeds PLAYER_N=64"),
+        ({"PLAYER_SPAWN_ATTEMPTS": 4096, "HORIZON": 10**7}, r"agent ids \(possible_agents\) exceeds 4194304"),
         ({"PLAYER_N": 200}, r"PLAYER_N=200 exceeds the 124 spawn tiles"),
         ({"MAP_WATER_THRESHOLD": 0.8}, r"thresholds must satisfy"),
         ({"MAP_EVAL_SEED_OFFSET": 3}, r"disjoint"),
@@ -73,6 +77,28 @@ def test_validate_checks_keys_together(changes, message):
     conf = config.Small().update(changes)
     with pytest.raises(ConfigError, match=message):
         conf.validate()
+
+
+@pytest.mark.parametrize(("key", "value"), [("HORIZON", 10**9), ("PLAYER_N_OBS", 10**9), ("NPC_N", 10**9),
+                                            ("PROGRESSION_HARVEST_XP_SCALE", 10**12),
+                                            ("COMBAT_MELEE_DAMAGE_SCALE", 2**40), ("RESOURCE_FOOD_DECAY", 2**33)])
+def test_values_the_tables_cannot_hold_are_refused(key, value):
+    conf = config.Default()
+    with pytest.raises(ConfigError, match=rf"{key}={value} is out of range"):
+        conf.set(key, value)
+
+
+def test_large_xp_values_level_up_instead_of_overflowing():
+    """The largest XP scale allowed, on the highest level: the product stays in int64, levels rise."""
+    import nmmo
+
+    conf = config.Default().set("PLAYER_N", 4).set("PROGRESSION_HARVEST_XP_SCALE", 10**6)
+    env = nmmo.Env(conf, seed=0)
+    env.reset()
+    for _ in range(30):
+        env.step({})
+    ent = env.realm.state.entities
+    assert (ent.level[:4] >= 1).all() and (ent.xp[:4] >= 0).all()
 
 
 def test_npc_without_combat_is_an_error():

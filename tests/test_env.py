@@ -413,3 +413,74 @@ def test_each_observation_belongs_to_its_agent_through_deaths_and_respawns():
                 assert ob["Entity"][0, EntityAttr.ID] == agent and ob["Entity"][0, EntityAttr.IS_SELF] == 1
                 checked += 1
     assert checked > 1000
+
+
+def test_a_failure_mid_step_leaves_the_env_unusable_until_reset():
+    calls = {"n": 0}
+
+    def flaky_reward(env, agent_id):
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise ArithmeticError("reward bug")
+        return 0.0
+
+    env = nmmo.Env(AllSmall().set("PLAYER_N", 8), seed=0, reward_fn=flaky_reward)
+    env.reset()
+    with pytest.raises(ArithmeticError, match="reward bug"):
+        for _ in range(10):
+            env.step({})
+    tick = env.realm.state.tick
+    refused = r"failed in the middle of a step \(ArithmeticError: reward bug\).*reset"
+    for call in (lambda: env.step({}), lambda: env.step_arrays(np.full((8, 3), -1))):
+        with pytest.raises(RuntimeError, match=refused):
+            call()
+    assert env.realm.state.tick == tick  # refused before anything moved
+    env.reset()
+    env.step({})  # a fresh episode works
+
+
+def test_a_malformed_action_does_not_make_the_env_unusable():
+    env = nmmo.Env(AllSmall(), seed=0)
+    env.reset()
+    with pytest.raises(ValueError, match="unknown action key"):
+        env.step({env.agents[0]: {"Jump": 1}})
+    env.step({})  # the world never changed: stepping goes on
+
+
+@st.composite
+def random_configs(draw):
+    """Small worlds with every combination of systems and capacities the engine should run."""
+    systems = [s for s in ("Resource", "Combat", "Progression", "NPC") if draw(st.booleans())]
+    if "NPC" in systems and "Combat" not in systems:
+        systems.append("Combat")
+    radius = draw(st.integers(1, 7))
+    center = draw(st.integers(max(4, 2 * radius + 1), 40))
+    keys = {"MAP_CENTER": center, "MAP_BORDER": draw(st.integers(radius + 1, radius + 4)),
+            "PLAYER_VISION_RADIUS": radius, "PLAYER_N_OBS": draw(st.integers(1, (2 * radius + 1) ** 2)),
+            "PLAYER_N": draw(st.integers(1, min(48, 4 * (center - 1)))), "HORIZON": draw(st.integers(5, 60)),
+            "PLAYER_TEAM_SIZE": draw(st.integers(1, 4)), "PLAYER_RESPAWN": draw(st.booleans()),
+            "PLAYER_SPAWN_ATTEMPTS": draw(st.integers(0, 4)), "IMMORTAL": draw(st.booleans()),
+            "REWARD_ACHIEVEMENT": draw(st.booleans()), "MAP_N": 2}
+    keys["PLAYER_TEAM_SIZE"] = min(keys["PLAYER_TEAM_SIZE"], keys["PLAYER_N"])
+    if "Combat" in systems:
+        keys["COMBAT_FRIENDLY_FIRE"] = draw(st.booleans())
+    if "NPC" in systems:
+        keys.update(NPC_N=draw(st.integers(0, min(24, center * center))),
+                    NPC_VISION_RADIUS=draw(st.integers(1, keys["MAP_BORDER"])))
+    return config.from_spec({"preset": "Small", "systems": systems, "keys": keys})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conf=random_configs(), seed=st.integers(0, 2**16))
+def test_invariants_hold_in_random_configs(conf, seed):
+    """Random worlds (systems, sizes, vision, teams, respawn, NPCs) stepped with random valid
+    actions: the tables stay consistent and the API answers as it should."""
+    env = nmmo.Env(conf, seed=seed)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(seed)
+    space = env.observation_space(1)
+    while env.agents:
+        obs, rewards, terms, truncs, infos = env.step(random_actions(env, obs, rng))
+        assert all(space.contains(ob) for ob in obs.values())
+        check_env(env)
+    assert env.done or not conf.PLAYER_RESPAWN or conf.PLAYER_SPAWN_ATTEMPTS == 0

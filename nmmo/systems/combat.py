@@ -162,13 +162,13 @@ def _combat_xp(state: State, config: Config, a, s, credited, hit_rows, applied) 
     ent, level_max = state.entities, config.PROGRESSION_LEVEL_MAX
     n_players = ent.n_players
     by_player = a < n_players
-    pa, ps, pd = a[by_player], s[by_player], credited[by_player]
+    pa, ps, pd = a[by_player], s[by_player], credited[by_player].astype(np.int64)
     add_xp(ent, pa, Skill.CONSTITUTION, config.PROGRESSION_DEALT_CONSTITUTION_XP * pd, level_max)
     for style in Style:
         mine = ps == style
         add_xp(ent, pa[mine], STYLE_SKILL[style], config.PROGRESSION_DEALT_STYLE_XP * pd[mine], level_max)
     survived = (hit_rows < n_players) & (ent.health[hit_rows] > 0)
-    rows, taken = hit_rows[survived], applied[survived]
+    rows, taken = hit_rows[survived], applied[survived].astype(np.int64)
     add_xp(ent, rows, Skill.CONSTITUTION, config.PROGRESSION_TAKEN_CONSTITUTION_XP * taken, level_max)
     add_xp(ent, rows, Skill.DEFENSE, config.PROGRESSION_TAKEN_DEFENSE_XP * taken, level_max)
 

@@ -51,9 +51,9 @@ def _update_players(state: State, config: Config, players: np.ndarray) -> None:
     if config.has("Progression"):
         scale = config.PROGRESSION_HARVEST_XP_SCALE
         level_max = config.PROGRESSION_LEVEL_MAX
-        add_xp(ent, harvested, Skill.HUNTING, scale * ent.level[harvested, Skill.HUNTING], level_max)
+        add_xp(ent, harvested, Skill.HUNTING, scale * ent.level[harvested, Skill.HUNTING].astype(np.int64), level_max)
         drank = players[next_to_water]
-        add_xp(ent, drank, Skill.FISHING, scale * ent.level[drank, Skill.FISHING], level_max)
+        add_xp(ent, drank, Skill.FISHING, scale * ent.level[drank, Skill.FISHING].astype(np.int64), level_max)
 
     is_starving = food == 0
     is_dehydrated = water == 0

@@ -6,6 +6,7 @@ import pytest
 
 from evaluation.episode import run_episodes
 from evaluation.journal import JOURNAL_FILE, Journal
+from evaluation.sandbox import Limits
 from evaluation.tournament import Standings, _tasks, run_tournament, tournament_policies
 
 from .conftest import small_config
@@ -17,7 +18,7 @@ ARGS = dict(policies=["scripted:Forage", "random"], ticks=16, seed=3, workers=0,
 def test_standings_do_not_depend_on_finishing_order():
     conf = small_config().set("HORIZON", 16)
     policies = tournament_policies(["scripted:Forage", "random"])
-    results = run_episodes(_tasks(conf, policies, [1, 2, 3, 4], [0, 1, 2, 3], 1.0, 60.0, 5), workers=0,
+    results = run_episodes(_tasks(conf, policies, [1, 2, 3, 4], [0, 1, 2, 3], 1.0, Limits(), 5), workers=0,
                            progress=False)
     in_order, shuffled = Standings(policies), Standings(policies)
     for result in results:

@@ -7,6 +7,7 @@ import pytest
 
 import nmmo
 from evaluation.episode import RayEpisodePool, run_episodes
+from evaluation.sandbox import Limits
 from evaluation.tournament import _tasks, run_tournament
 from nmmo.vector import VectorEnv
 
@@ -32,7 +33,8 @@ def test_tournament_on_ray_matches_local(ray_session):
 
 def test_killed_episode_actors_are_replaced_and_the_run_completes(ray_session):
     conf = small_config()
-    tasks = _tasks(conf.set("HORIZON", 48), ["scripted:Combat", "random"], [11, 12, 13, 14], [0, 1, 2, 3], 1.0, 60.0, 5)
+    tasks = _tasks(conf.set("HORIZON", 48), ["scripted:Combat", "random"], [11, 12, 13, 14], [0, 1, 2, 3], 1.0,
+                   Limits(), 5)
     expected = run_episodes(tasks, workers=0, progress=False)
     pool = RayEpisodePool(2)
     got = {}

@@ -120,8 +120,15 @@ BROKEN_INIT = """
 """
 
 
+def two_agents_observations():
+    """Real observations of agents 1 and 2 (what crosses to a worker is the observation arrays)."""
+    env = nmmo.Env(small_config(), seed=0)
+    obs, _ = env.reset()
+    return {1: obs[1], 2: obs[2]}
+
+
 def _ticks(handle, n, obs=None):
-    obs = obs or {1: {"CurrentTick": 0}, 2: {"CurrentTick": 0}}
+    obs = obs or two_agents_observations()
     out = []
     for _ in range(n):
         handle.submit(obs)

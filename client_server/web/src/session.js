@@ -14,7 +14,8 @@ export function normalizeReplays(data) {
       if (item && typeof item === 'object') {
         const name = item.name ?? item.file ?? item.filename;
         return name
-          ? { name: String(name), bytes: item.bytes, size: item.size, ticks: item.ticks, config: item.config }
+          ? { name: String(name), bytes: item.bytes, size: item.size, ticks: item.ticks, config: item.config,
+              unreadable: typeof item.unreadable === 'string' ? item.unreadable : null }
           : null;
       }
       return null;

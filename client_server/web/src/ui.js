@@ -248,9 +248,11 @@ export class Picker {
       if (typeof r.size === 'number') parts.push(`${r.size}² map`);
       if (r.config) parts.push(String(r.config));
       if (typeof r.bytes === 'number') parts.push(humanBytes(r.bytes));
+      if (r.unreadable) parts.push(`unreadable: ${r.unreadable}`);
       meta.textContent = parts.join(' · ');
       b.appendChild(meta);
-      b.addEventListener('click', () => this.onPick(r.name));
+      if (r.unreadable) b.disabled = true;  // listed, so nobody wonders where it went, but not openable
+      else b.addEventListener('click', () => this.onPick(r.name));
       li.appendChild(b);
       this.list.appendChild(li);
     }

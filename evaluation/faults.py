@@ -1,0 +1,84 @@
+"""What went wrong with a policy in a tournament: fault records, and short texts describing them.
+
+Faults are counted per tick and per policy, by kind (`FAULT_KINDS`), with the first few distinct
+messages kept; a fault message never grows with what a submission returned (`preview`).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FAULT_KINDS = ("exception", "timeout", "malformed")
+MAX_MESSAGES = 5
+
+
+@dataclass
+class Faults:
+    """What went wrong with one policy: ticks with a fault, by kind, and what it cost."""
+
+    exception: int = 0
+    timeout: int = 0
+    malformed: int = 0
+    dropped_actions: int = 0  # single-agent actions dropped as malformed (a tick may drop several)
+    restarts: int = 0  # workers killed and started again
+    disabled: int = 0  # episodes in which the policy stopped acting for good
+    not_started: int = 0  # episodes in which it never acted at all (could not be built): not ranked
+    messages: list[str] = field(default_factory=list)  # the first few distinct fault messages
+
+    def record(self, kind: str, message: str) -> None:
+        """Count one fault of `kind` and keep its message if it is new."""
+        setattr(self, kind, getattr(self, kind) + 1)
+        text = f"{kind}: {message}"
+        if len(self.messages) < MAX_MESSAGES and text not in self.messages:
+            self.messages.append(text)
+
+    @property
+    def total(self) -> int:
+        """Ticks with a fault of any kind."""
+        return self.exception + self.timeout + self.malformed
+
+    def merge(self, other: Faults) -> Faults:
+        """Sum of two fault records (messages: the first few distinct of both)."""
+        merged = Faults(**{k: getattr(self, k) + getattr(other, k) for k in
+                           ("exception", "timeout", "malformed", "dropped_actions", "restarts", "disabled",
+                            "not_started")})
+        merged.messages = list(dict.fromkeys(self.messages + other.messages))[:MAX_MESSAGES]
+        return merged
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Faults:
+        return cls(**{k: (list(v) if k == "messages" else int(v)) for k, v in data.items()})
+
+    def summary(self) -> str:
+        """A short human-readable line: 'none' or e.g. 'timeout 2, malformed 1 (3 actions)'."""
+        parts = [f"{kind} {getattr(self, kind)}" for kind in FAULT_KINDS if getattr(self, kind)]
+        if self.dropped_actions:
+            parts.append(f"{self.dropped_actions} actions dropped")
+        if self.not_started:
+            parts.append(f"never started in {self.not_started} episode(s)")
+        if self.disabled > self.not_started:
+            parts.append(f"disabled in {self.disabled - self.not_started} episode(s)")
+        return ", ".join(parts) or "none"
+
+
+def preview(value: Any, limit: int = 80) -> str:
+    """Repr cut short: fault messages must stay small whatever a submission returns."""
+    try:
+        text = repr(value)
+    except Exception as err:  # noqa: BLE001 - a hostile __repr__ must not break reporting
+        text = f"<unprintable {type(value).__name__}: {type(err).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def error_text(err: BaseException) -> str:
+    """Exception type, message and the innermost frame: enough to fix a submission, and short."""
+    frames = traceback.extract_tb(err.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(err).__name__}: {preview(str(err), 200)}{where}"

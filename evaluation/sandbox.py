@@ -1,0 +1,227 @@
+"""Submissions in bounded worker processes: the episode side of `evaluation.worker`.
+
+Each untrusted policy gets a fresh ``python -m evaluation.worker`` process per episode:
+
+- **Environment.** Only `ENV_ALLOWED` variables pass (PATH, locale, PYTHONPATH, thread counts);
+  HOME and TMPDIR point at a private temporary directory, removed afterwards. Secrets in the
+  tournament's environment (tokens, keys, RAY_ADDRESS) never reach submission code.
+- **Limits** (`Limits`, flags of `nmmo tournament` and `nmmo eval`): address space (default 4 GiB,
+  room for torch), CPU seconds, open files (default 256), the time to build the policy
+  (`init_timeout`, default 60 s) and to answer each tick (`time_budget`). Hitting one is a
+  reported fault (the worker dies, raises MemoryError, or misses its deadline), never a hung or
+  crashed tournament.
+- **Processes.** The worker leads its own process group: closing it kills the group, so children
+  a submission forks die with it; and it dies when the episode process dies (parent-death signal).
+- **Channel.** Two OS pipes carrying frames of data (`evaluation.channel`): observations as raw
+  arrays, replies as JSON, each read with a deadline and a size limit. A reply that is not a
+  well-formed message is a malformed fault and the worker is replaced.
+
+What remains to trust (docs/evaluation.md): a submission runs with the user's privileges. It can
+read files the user can read and use the network; the limits bind an unprivileged user, while a
+process running as root can raise its own limits again. Run untrusted submissions as an
+unprivileged user (or in a container). Nothing it does reaches the game except its own agents'
+validated actions, and nothing it sends is executed by the episode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from evaluation.channel import (
+    MAX_REPLY_BYTES,
+    ChannelError,
+    ChannelTimeout,
+    decode_message,
+    decode_reply,
+    encode_message,
+    encode_observations,
+    nonblocking,
+    read_frame,
+    write_frame,
+)
+from evaluation.faults import preview
+from nmmo.config import Config
+
+#: Environment variables a worker inherits (everything else is dropped).
+ENV_ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "OMP_NUM_THREADS",
+               "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VIRTUAL_ENV")
+#: How long a worker gets to exit on its own after ``close`` before its process group is killed.
+CLOSE_GRACE_S = 1.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on a submission's worker process (0 or None: no limit)."""
+
+    memory_mb: int = 4096
+    """Address space (RLIMIT_AS), MiB: 4 GiB lets a torch policy run."""
+    cpu_seconds: int = 3600
+    """CPU time of the worker and its children (RLIMIT_CPU), seconds per episode."""
+    open_files: int = 256
+    """Open file descriptors (RLIMIT_NOFILE)."""
+    init_timeout: float = 60.0
+    """Seconds to import and build the policy (not part of any tick's budget)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def check(self) -> Limits:
+        """ValueError naming a limit that makes no sense (they come from the command line)."""
+        for name in ("memory_mb", "cpu_seconds", "open_files"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative int (0: no limit), got {value!r}")
+        if self.open_files and self.open_files < 16:
+            raise ValueError(f"open_files={self.open_files} leaves Python too few files to start; give 16 or more")
+        if not self.init_timeout > 0:
+            raise ValueError(f"init_timeout must be positive, got {self.init_timeout!r}")
+        return self
+
+
+def scrubbed_environment(home: str) -> dict[str, str]:
+    """The worker's environment: `ENV_ALLOWED` from ours, HOME and TMPDIR in its private directory."""
+    env = {key: os.environ[key] for key in ENV_ALLOWED if key in os.environ}
+    env.update(HOME=home, TMPDIR=home, PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+class Worker:
+    """One worker process and its two pipes (see the module notes)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.home = tempfile.mkdtemp(prefix="nmmo-worker-")
+        to_worker_r, self.to_worker = os.pipe()
+        self.from_worker, from_worker_w = os.pipe()
+        self.log = open(os.path.join(self.home, "worker.log"), "wb")  # noqa: SIM115 - closed in stop()
+        command = [sys.executable, "-m", "evaluation.worker", str(to_worker_r), str(from_worker_w), str(os.getpid()),
+                   json.dumps(limits.to_dict())]
+        try:
+            self.process = subprocess.Popen(command, pass_fds=(to_worker_r, from_worker_w), env=scrubbed_environment(
+                self.home), cwd=self.home, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+                start_new_session=True)
+        finally:
+            os.close(to_worker_r)
+            os.close(from_worker_w)
+        nonblocking(self.to_worker)
+        nonblocking(self.from_worker)
+
+    def send(self, payload: bytes, deadline: float | None) -> None:
+        write_frame(self.to_worker, payload, deadline)
+
+    def receive(self, deadline: float | None) -> bytes:
+        return read_frame(self.from_worker, deadline, MAX_REPLY_BYTES)
+
+    def death(self) -> str | None:
+        """Why the worker is gone (exit code, signal, which limit), or None while it runs."""
+        code = self.process.poll()
+        if code is None:
+            return None
+        if code == -signal.SIGXCPU:
+            return "killed for using up its CPU time (RLIMIT_CPU)"
+        if code < 0:
+            return f"killed by signal {signal.Signals(-code).name}"
+        tail = self.log_tail()
+        return f"exit code {code}" + (f": {tail}" if tail else "")
+
+    def log_tail(self, limit: int = 200) -> str:
+        """The last line the worker wrote to its log (a traceback's last line), shortened."""
+        try:
+            self.log.flush()
+            with open(self.log.name, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.log.name) - 4096))
+                lines = [line for line in f.read().decode(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return ""
+        return preview(lines[-1], limit) if lines else ""
+
+    def stop(self, grace: float = 0.0) -> None:
+        """Kill the worker's whole process group (after `grace` seconds to exit on its own)."""
+        if grace and self.process.poll() is None:
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # the group: the forks of a submission too
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        for fd in (self.to_worker, self.from_worker):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.log.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def start_worker(spec: str, config: Config | None, seed: int, limits: Limits,
+                 check_only: bool = False) -> tuple[Worker | None, str | None, str | None]:
+    """Start a worker and wait until it has built the policy (or, with `check_only`, loaded its
+    class). Returns (worker, None, None) when ready, else (None, fault kind, message)."""
+    worker = Worker(limits)
+    deadline = time.monotonic() + limits.init_timeout
+    init = {"spec": spec, "seed": int(seed), "check_only": check_only,
+            "config": None if config is None else config.to_toml(),
+            "config_name": None if config is None else config.name}
+    try:
+        worker.send(b"M" + encode_message("init", **init), deadline)
+        reply = decode_message(worker.receive(deadline))
+    except ChannelTimeout:
+        worker.stop()
+        return None, "timeout", f"not ready within {limits.init_timeout:g} s of starting"
+    except ChannelError as err:
+        time.sleep(0.05)  # let a dying worker finish dying, so its exit says why
+        why = worker.death() or str(err)
+        worker.stop()
+        return None, "exception", f"worker died while starting ({why})"
+    if reply["kind"] == "ready":
+        if check_only:
+            worker.stop(grace=CLOSE_GRACE_S)
+            return None, None, None
+        return worker, None, None
+    worker.stop()
+    message = reply.get("message") if isinstance(reply.get("message"), str) else preview(reply)
+    return None, "exception", f"could not start: {preview(message, 300)}"
+
+
+def check_spec_in_worker(spec: str, timeout: float = 60.0) -> None:
+    """Load a submission's class in a throwaway worker: a typo is a clear ValueError before any
+    episode starts, rather than a policy that idles through a tournament."""
+    _, kind, message = start_worker(spec, None, 0, Limits(init_timeout=timeout), check_only=True)
+    if kind is None:
+        return
+    if message.startswith("could not start: "):
+        message = message[len("could not start: "):]
+    elif kind == "timeout":
+        message = f"importing it took more than {timeout:g} s"
+    raise ValueError(f"policy {spec!r}: {message}")
+
+
+def send_observations(worker: Worker, observations: dict[int, dict], deadline: float) -> None:
+    """Send a tick's observations to the worker (ChannelError if it does not take them in time)."""
+    worker.send(b"O" + encode_observations(observations), deadline)
+
+
+def receive_actions(worker: Worker, deadline: float) -> dict[str, Any]:
+    """The worker's reply to this tick (`evaluation.channel.decode_reply`); ChannelError otherwise."""
+    return decode_reply(worker.receive(deadline))
+
+
+def close_worker(worker: Worker) -> None:
+    """Ask the worker to exit, then kill its process group."""
+    try:
+        worker.send(b"M" + encode_message("close"), time.monotonic() + 0.2)
+        grace = CLOSE_GRACE_S
+    except ChannelError:
+        grace = 0.0
+    worker.stop(grace)

@@ -1,0 +1,22 @@
+"""Child processes that die with their parent (no orphans when a run is killed with kill -9)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux's PR_SET_PDEATHSIG; a no-op
+    elsewhere), and exit at once if the parent is already gone (`parent`: the pid it should be).
+    Worker processes call it first thing: vector env workers, tournament episode pools and
+    submission workers."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the parents still stop their workers on close
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)

@@ -1,0 +1,209 @@
+"""Hostile submissions are bounded and cannot reach past their own agents (evaluation.sandbox)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import nmmo
+from evaluation.sandbox import Limits
+from evaluation.submission import SubprocessPolicy
+
+from .conftest import small_config, write_policy
+
+
+def observations():
+    env = nmmo.Env(small_config(), seed=0)
+    obs, _ = env.reset()
+    return {1: obs[1], 2: obs[2]}
+
+
+def play(handle, ticks=2):
+    obs = observations()
+    out = []
+    for _ in range(ticks):
+        handle.submit(obs)
+        out.append(handle.collect())
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}/stat").exists() else "X"
+    return state != "Z"  # a zombie is dead, only not yet reaped by its new parent
+
+
+def test_a_pickle_written_into_the_channel_runs_nothing(tmp_path):
+    """The worker's code can write to its channel: a crafted pickle there (which would create a
+    file if the episode unpickled it) is a malformed reply, the worker is replaced, nothing runs."""
+    marker = tmp_path / "created_by_unpickling"
+    spec = write_policy(tmp_path, "forger", f"""
+        import builtins, os, pickle, struct, sys
+
+        class Payload:
+            def __reduce__(self):
+                return (builtins.open, ({str(marker)!r}, "w"))
+
+        class Agent:
+            def __init__(self, config):
+                pass
+
+            def act(self, observations):
+                out = int(sys.argv[2])  # the worker's reply pipe, as the worker process sees it
+                blob = pickle.dumps(("ok", Payload(), 0, None))
+                os.write(out, struct.pack("<Q", len(blob)) + blob)
+                return {{agent: {{"Move": {{"Direction": 1}}}} for agent in observations}}
+    """)
+    handle = SubprocessPolicy(spec, small_config(), time_budget=2.0)
+    handle.reset(0)
+    try:
+        replies = play(handle)
+    finally:
+        handle.close()
+    assert replies == [{}, {}]
+    assert handle.faults.malformed >= 1 and "unreadable reply" in handle.faults.messages[0]
+    assert not marker.exists()
+
+
+def test_workers_start_with_a_scrubbed_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("NMMO_TEST_SECRET", "hunter2")
+    seen = tmp_path / "seen.json"
+    spec = write_policy(tmp_path, "snoop", f"""
+        import json, os
+
+        class Agent:
+            def __init__(self, config):
+                initial = open("/proc/self/environ", "rb").read().decode(errors="replace")
+                json.dump({{"environ": dict(os.environ), "initial": initial}}, open({str(seen)!r}, "w"))
+
+            def act(self, observations):
+                return {{}}
+    """)
+    handle = SubprocessPolicy(spec, small_config())
+    handle.reset(0)
+    handle.close()
+    found = json.loads(seen.read_text())
+    assert "NMMO_TEST_SECRET" not in found["environ"] and "hunter2" not in found["initial"]
+    assert found["environ"]["HOME"] != os.environ.get("HOME")  # a private home, removed afterwards
+    assert not Path(found["environ"]["HOME"]).exists()
+
+
+@pytest.mark.parametrize(("body", "limits", "expected"), [
+    ("import numpy as np; self.hog = np.empty(20 * 2**30, dtype=np.uint8)", Limits(), "MemoryError"),
+    ("self.files = [open(__file__) for _ in range(1000)]", Limits(), "Too many open files"),
+    ("import time; time.sleep(30)", Limits(init_timeout=1.0), "not ready within 1 s"),
+    ("while True: pass", Limits(cpu_seconds=1), "CPU time"),
+])
+def test_each_limit_hit_is_a_reported_fault(tmp_path, body, limits, expected):
+    spec = write_policy(tmp_path, "greedy", f"""
+        class Agent:
+            def __init__(self, config):
+                {body}
+
+            def act(self, observations):
+                return {{}}
+    """)
+    handle = SubprocessPolicy(spec, small_config(), limits=limits)
+    start = time.monotonic()
+    handle.reset(0)
+    assert play(handle) == [{}, {}]  # its agents idle; nothing raised, nothing hung
+    handle.close()
+    assert handle.faults.not_started == 1 and handle.faults.disabled == 1
+    assert expected in " ".join(handle.faults.messages), handle.faults.messages
+    assert time.monotonic() - start < 30
+
+
+def test_children_a_submission_forks_die_with_its_worker(tmp_path):
+    pids = tmp_path / "pids"
+    spec = write_policy(tmp_path, "forker", f"""
+        import os, time
+
+        class Agent:
+            def __init__(self, config):
+                child = os.fork()
+                if child == 0:
+                    time.sleep(120)
+                    os._exit(0)
+                open({str(pids)!r}, "w").write(str(child))
+
+            def act(self, observations):
+                return {{}}
+    """)
+    handle = SubprocessPolicy(spec, small_config())
+    handle.reset(0)
+    child = int(pids.read_text())
+    assert alive(child)
+    handle.close()
+    deadline = time.monotonic() + 5
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child)
+
+
+ORPHAN_HARNESS = """
+import sys
+from evaluation.tournament import run_tournament
+from tests.evaluation.conftest import small_config
+
+if __name__ == "__main__":
+    run_tournament(small_config(HORIZON=5000), [sys.argv[1], "random"], episodes=2, workers=2, progress=False)
+"""
+
+
+def descendants(pid: int) -> set[int]:
+    out, frontier = set(), [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child in Path(f"/proc/{parent}/task/{parent}/children").read_text().split() if Path(
+                f"/proc/{parent}/task/{parent}/children").exists() else []:
+            out.add(int(child))
+            frontier.append(int(child))
+    return out
+
+
+def test_no_process_outlives_a_killed_tournament(tmp_path):
+    """kill -9 of the tournament's process: its episode pool, the submissions' workers and their
+    forks, and multiprocessing's resource tracker all go with it."""
+    spec = write_policy(tmp_path, "slow", """
+        import time
+
+        class Agent:
+            def __init__(self, config):
+                pass
+
+            def act(self, observations):
+                time.sleep(0.05)
+                return {}
+    """)
+    harness = tmp_path / "harness.py"
+    harness.write_text(textwrap.dedent(ORPHAN_HARNESS))
+    root = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen([sys.executable, str(harness), spec], cwd=root,
+                              env={**os.environ, "PYTHONPATH": str(root)})
+    deadline = time.monotonic() + 60
+    family: set[int] = set()
+    while time.monotonic() < deadline:  # wait until both episodes' submission workers run in the pool
+        family = descendants(parent.pid) - {int(c) for c in Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
+                                            .read_text().split()}
+        workers = [p for p in family if Path(f"/proc/{p}/cmdline").exists()
+                   and b"evaluation.worker" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        if len(workers) >= 2:
+            break
+        time.sleep(0.2)
+    family = descendants(parent.pid)
+    assert len(family) >= 3, family  # pool workers and submission workers
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in family) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in family if alive(p)] == []
