@@ -18,6 +18,7 @@ import dataclasses
 import io
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -31,17 +32,18 @@ from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
 from nmmo import config as config_module
 from nmmo.cli import progress_enabled
-from nmmo.files import atomic_write_bytes
+from nmmo.files import atomic_write_bytes, remove_stale_temps
 from nmmo.vector import METRIC_NAMES, VectorEnv
 
 
 def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config,
-                    rng: np.random.Generator | None = None) -> None:
-    """Tensors and plain data only (`baselines.checkpoint`): loading it never runs code."""
+                    rng: np.random.Generator | None = None, log_row: dict | None = None) -> None:
+    """Tensors and plain data only (`baselines.checkpoint`): loading it never runs code. `log_row`
+    is the iteration's log row, kept so a run killed before logging it can write it on resume."""
     checkpoint.save(path, {"model": model.state_dict(), "model_kwargs": model.kwargs,
                            "optimizer": optimizer.state_dict(), "args": dataclasses.asdict(args), "step": step,
                            "iteration": iteration, "config_toml": config.to_toml(), "config_name": config.name,
-                           "rng": None if rng is None else rng.bit_generator.state})
+                           "rng": None if rng is None else rng.bit_generator.state, "log_row": log_row})
 
 
 def load_checkpoint(path: str | os.PathLike, device: str = "cpu") -> dict:
@@ -70,6 +72,7 @@ def train(args: Args) -> dict:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(out)  # what a killed run's atomic writes left behind
     config = config_module.resolve(args.config)
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
                     ray_address=args.ray_address, env=args.env)
@@ -86,6 +89,7 @@ def train(args: Args) -> dict:
         step, iteration = ckpt["step"], ckpt["iteration"]
         if ckpt.get("rng") is not None:
             rng.bit_generator.state = ckpt["rng"]
+        reconcile_log(out, iteration, ckpt.get("log_row"))
     else:  # a fresh run: logs and curves of an earlier run in this directory must not mix in
         for name in ("log.csv", "log.jsonl", "curves.png"):
             (out / name).unlink(missing_ok=True)
@@ -173,12 +177,15 @@ def train(args: Args) -> dict:
                 row["league_sr"] = _league_iteration(league, members, deaths, learner, vec.slots, iteration, model,
                                                      optimizer, args, step, config)
             history.append(row)
+            # checkpoint first, then the log row: a kill in between leaves the row in the checkpoint,
+            # and --resume writes it (`reconcile_log`); the log never runs ahead of the checkpoint
+            save_checkpoint(out / "checkpoint.pt", model, optimizer, args, step, iteration, config, rng, row)
+            fault_point("between_checkpoint_and_log", iteration)
             _append_log(out, row)
             if run is not None:
                 run.log(row, step=step)
             bar.update(int(valid.sum()))
             bar.set_postfix(sps=f"{row['agent_steps_per_s']:.0f}", life=f"{row.get('lifetime', float('nan')):.1f}")
-            save_checkpoint(out / "checkpoint.pt", model, optimizer, args, step, iteration, config, rng)
     finally:
         bar.close()
         vec.close()
@@ -321,8 +328,35 @@ def _append_log(out: Path, row: dict) -> None:
 
 
 def read_log(out: str | os.PathLike) -> list[dict]:
+    """The rows of OUT/log.jsonl (a line a kill cut short is skipped)."""
     path = Path(out) / "log.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def reconcile_log(out: Path, iteration: int, last_row: dict | None) -> None:
+    """Make the logs hold exactly one row per iteration up to the checkpoint's `iteration`: rows
+    past it are dropped (they would be logged again), the checkpoint's own row is added when a kill
+    came between saving it and logging it; both files are rewritten atomically."""
+    rows = [row for row in read_log(out) if row.get("iteration", 0) <= iteration]
+    if last_row is not None and (not rows or rows[-1].get("iteration", 0) < iteration):
+        rows.append(last_row)
+    atomic_write_bytes(out / "log.jsonl", "".join(json.dumps(row) + "\n" for row in rows).encode())
+    csv = [",".join(rows[0])] if rows else []
+    csv += [",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row.values()) for row in rows]
+    atomic_write_bytes(out / "log.csv", "".join(line + "\n" for line in csv).encode())
+
+
+def fault_point(name: str, iteration: int) -> None:
+    """A kill -9 on demand, for the tests of what a killed run leaves behind: when the environment
+    has NMMO_FAULT=NAME:ITERATION, this process kills itself there."""
+    if os.environ.get("NMMO_FAULT") == f"{name}:{iteration}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def curves(out: str | os.PathLike) -> Path | None:

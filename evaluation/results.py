@@ -14,6 +14,7 @@ crash or a concurrent reader never sees half a file:
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -25,7 +26,7 @@ from evaluation.metrics import METRICS
 from evaluation.submission import FAULT_KINDS
 from evaluation.tournament import FORMAT, FORMAT_VERSION
 from nmmo.config import Config
-from nmmo.files import atomic_write_bytes
+from nmmo.files import atomic_write_bytes, remove_stale_temps
 
 RESULTS_FILE = "results.json"
 _COMMON = {"format": str, "version": int, "mode": str, "created": str, "config": dict, "settings": dict,
@@ -40,20 +41,26 @@ _LEADERBOARD_ROW = ("rank", "policy", "sr", "ci_low", "ci_high", "mu", "sigma", 
 
 # ------------------------------------------------------------------- save
 def save_results(results: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """Validate, then write results.json and the CSV tables into `out_dir`; return {name: path}."""
+    """Validate, then write the CSV tables and, last, results.json into `out_dir`; return {name: path}.
+
+    results.json is the manifest of the set: it lists each CSV with its SHA-256, and it is written
+    after them, so a save interrupted half-way leaves the previous results.json, and `load_results`
+    notices CSVs that do not belong to it. Stale temporary files of an earlier kill are removed."""
     validate_results(results)
     out = Path(out_dir)
-    text = json.dumps(results, indent=1, allow_nan=False)
-    paths = {"json": out / RESULTS_FILE}
-    atomic_write_bytes(paths["json"], text.encode())
+    remove_stale_temps(out)
     tables = _tournament_tables(results) if results["mode"] == "tournament" else _eval_tables(results)
     if "team_metrics" in results:  # team configs: one row per policy and team metric
         tables["teams"] = [{"policy": p, "metric": m, **cell} for p, row in results["team_metrics"].items()
                            for m, cell in row.items()]
+    paths, digests = {}, {}
     for name, rows in tables.items():
-        paths[name] = out / f"{name}.csv"
-        atomic_write_bytes(paths[name], _csv_bytes(rows))
-    return paths
+        data = _csv_bytes(rows)
+        paths[name] = atomic_write_bytes(out / f"{name}.csv", data)
+        digests[paths[name].name] = hashlib.sha256(data).hexdigest()
+    text = json.dumps({**results, "files": digests}, indent=1, allow_nan=False)
+    paths["json"] = atomic_write_bytes(out / RESULTS_FILE, text.encode())
+    return {"json": paths.pop("json"), **paths}
 
 
 def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
@@ -112,6 +119,11 @@ def load_results(path: str | Path) -> dict[str, Any]:
         validate_results(results)
     except ValueError as err:
         raise ValueError(f"{str(path)!r}: {err}") from None
+    for name, digest in results.pop("files", {}).items():  # the set's manifest, checked, then dropped
+        table = path.parent / name
+        if table.is_file() and hashlib.sha256(table.read_bytes()).hexdigest() != digest:
+            raise ValueError(f"{str(table)!r} does not belong to {str(path)!r} (a save interrupted half-way?); "
+                             "results.json is the complete record")
     return results
 
 

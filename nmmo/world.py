@@ -18,7 +18,7 @@ import numpy as np
 
 from nmmo.config import Config, ConfigError
 from nmmo.enums import MATERIAL_COLORS, Material
-from nmmo.files import atomic_write_bytes
+from nmmo.files import atomic_write_bytes, remove_stale_temps
 from nmmo.noise import gradient_noise, normalize
 from nmmo.rules import WALKABLE
 
@@ -262,8 +262,14 @@ def get_map(config: Config, seed: int, cache: bool = True) -> Map:
     if cached is not None:
         return cached
     game_map = generate_map(config, seed)
+    if directory not in _CLEANED:  # once per directory and process: what killed writers left
+        remove_stale_temps(directory)
+        _CLEANED.add(directory)
     save_map(game_map, directory, config)
     return game_map
+
+
+_CLEANED: set[Path] = set()
 
 
 # ---------------------------------------------------------------- stats

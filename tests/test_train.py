@@ -132,3 +132,28 @@ def test_train_on_a_custom_reward_from_the_cli(tmp_path, monkeypatch):
     (row,) = read_log(tmp_path / "run")
     assert 0.1 < row["reward"] < 0.5  # +0.5 alive, -1 at death; the default reward (0 or -1) has no positive mean
     assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["args"]["env"] == "my_env.py:Bonus"
+
+
+def test_a_kill_between_checkpoint_and_log_loses_and_duplicates_no_row(tmp_path):
+    """kill -9 (the NMMO_FAULT hook) after iteration 2's checkpoint and before its log row: resuming
+    writes row 2 from the checkpoint, and the log holds each iteration exactly once; the temporary
+    files a killed write leaves are cleaned when the run starts again."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("from baselines.ppo import Args, train; train(Args(config='train_small', num_envs=2, rollout_len=8, "
+            f"iterations=3, minibatches=2, epochs=1, out={str(tmp_path)!r}, progress=False))")
+    killed = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root),
+                            "NMMO_FAULT": "between_checkpoint_and_log:2"}, capture_output=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["iteration"] == 2
+    assert [r["iteration"] for r in read_log(tmp_path)] == [1]
+    stale = tmp_path / ".checkpoint.pt.x1y2z3.tmp"
+    stale.write_bytes(b"half a checkpoint")
+    train(tiny_args(tmp_path, iterations=3, resume=True))
+    assert [r["iteration"] for r in read_log(tmp_path)] == [1, 2, 3]
+    assert (tmp_path / "log.csv").read_text().count("\n") == 4  # header + 3 rows
+    assert not stale.exists()

@@ -111,6 +111,34 @@ def test_faulty_submissions_complete_the_tournament(tmp_path, body, kind):
     assert load_results(paths["json"])["faults"][spec][kind] == faults[spec][kind]
 
 
+def test_a_result_set_is_replaced_as_a_whole(tmp_path, monkeypatch):
+    """results.json is written last and lists its CSVs' digests: a save killed half-way keeps the old
+    results.json, and loading notices the CSVs that do not belong to it."""
+    from evaluation import results as results_module
+
+    first = run_tournament(small_config(), ["random"], seed=1, **QUICK)
+    second = run_tournament(small_config(), ["random"], seed=2, **QUICK)
+    save_results(first, tmp_path)
+    real_write = results_module.atomic_write_bytes
+    written = []
+
+    def dies_after_one_file(path, data):
+        if written:
+            raise KeyboardInterrupt("killed mid-save")
+        written.append(path)
+        return real_write(path, data)
+
+    monkeypatch.setattr(results_module, "atomic_write_bytes", dies_after_one_file)
+    with pytest.raises(KeyboardInterrupt):
+        save_results(second, tmp_path)
+    monkeypatch.setattr(results_module, "atomic_write_bytes", real_write)
+    assert json.loads((tmp_path / "results.json").read_text())["seeds"] == first["seeds"]  # the old record stands
+    with pytest.raises(ValueError, match=r"does not belong to .*results\.json"):
+        load_results(tmp_path)
+    save_results(second, tmp_path)
+    assert load_results(tmp_path)["seeds"] == second["seeds"]
+
+
 def test_results_round_trip_and_reproduce(tmp_path):
     results = run_tournament(small_config(), ["random", "scripted:Forage"], seed=4, **{**QUICK, "episodes": 3})
     paths = save_results(results, tmp_path)
