@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 from fastapi import WebSocket
@@ -40,6 +42,27 @@ def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None) -> t
     heat = builtin_heatmap(name, replay.frame(tick), replay.material_at(tick), int(header["border"]),
                            int(header["center"]), visits)
     return quantize(heat)
+
+
+#: Encoded tick packets per replay, shared by every viewer of it (viewers of one replay mostly
+#: watch the same ticks; encoding once per tick instead of once per viewer keeps 200 viewers cheap).
+_PACKETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+PACKETS_KEPT = 4096
+
+
+def encoded_tick(replay, tick: int, full: bool) -> str:
+    """The JSON tick packet of `tick` (a full one, or the delta from the tick before), encoded once."""
+    cache = _PACKETS.setdefault(replay, OrderedDict())
+    key = (tick, full or tick == 0)
+    text = cache.get(key)
+    if text is None:
+        frame = replay.frame(tick)
+        previous = None if key[1] else replay.frame(tick - 1)
+        text = dumps(tick_packet(tick, frame, previous, None if key[1] else replay.tile_changes(tick)))
+        cache[key] = text
+        if len(cache) > PACKETS_KEPT:
+            cache.popitem(last=False)
+    return text
 
 
 class ReplayViewer:
@@ -76,10 +99,7 @@ class ReplayViewer:
                     "policies": header.get("policies"), "team_policy": header.get("team_policy")})))
 
     async def send_tick(self, full: bool) -> None:
-        frame = self.replay.frame(self.tick)
-        previous = None if full or self.tick == 0 else self.replay.frame(self.tick - 1)
-        tiles = None if full else self.replay.tile_changes(self.tick)
-        text = dumps(tick_packet(self.tick, frame, previous, tiles))
+        text = encoded_tick(self.replay, self.tick, full)
         if self.overlay is not None:
             loop = asyncio.get_running_loop()
             user = self.overlay in self.replay.overlay_names
