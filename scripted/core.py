@@ -3,21 +3,22 @@
 Bots see only what any submission sees: the observation dicts. `stack` turns them into arrays
 (agents x window x window); `walk_distances` is a breadth-first search from every agent over its
 visible window at once; `step_towards` turns chosen goal tiles into first moves along shortest
-paths; `step_away` picks the move that gets farthest from a threat.
+paths; `Scripted` is the bots' base class.
 """
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 
 import numpy as np
 
-from nmmo.enums import Direction, EntityAttr, Material, TileAttr
+from nmmo.config import Config
+from nmmo.enums import Direction, Material, TileAttr
 
 WALKABLE = np.zeros(len(Material), dtype=bool)
 WALKABLE[[Material.GRASS, Material.SCRUB, Material.FOREST]] = True
 UNREACHED = np.int16(-1)
-NOT_FOUND = 10**6  # distance reported when no goal tile is reachable
 # (drow, dcol) per direction N, S, E, W
 DIRECTION_DELTAS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])
 
@@ -70,12 +71,25 @@ def stack(observations: dict[int, dict]) -> Batch:
     )
 
 
-def passable(batch: Batch) -> np.ndarray:
-    """Tiles an agent may plan a path through: walkable and empty (its own tile included)."""
-    free = WALKABLE[batch.material] & ~batch.occupied
-    r = batch.radius
-    free[:, r, r] = True
-    return free
+class Scripted(abc.ABC):
+    """Base of the bots: config, an injected RNG (the only source of randomness, so a seed fixes
+    every action), `reset(seed)`, and the stacking of observations into a `Batch`."""
+
+    def __init__(self, config: Config, seed: int | None = None) -> None:
+        self.config = config
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observations: dict[int, dict]) -> dict[int, dict]:
+        if not observations:
+            return {}
+        return self.decide(stack(observations))
+
+    @abc.abstractmethod
+    def decide(self, batch: Batch) -> dict[int, dict]:
+        """Actions for every agent of the batch (each bot defines its decision)."""
 
 
 def walk_distances(free: np.ndarray, max_steps: int | None = None) -> np.ndarray:
@@ -112,19 +126,6 @@ def walk_distances(free: np.ndarray, max_steps: int | None = None) -> np.ndarray
     return dist
 
 
-def nearest(dist: np.ndarray, goal: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Per agent, the flat index of the nearest reachable goal tile (random among ties) and its
-    distance; distance is a large number where no goal is reachable."""
-    n = dist.shape[0]
-    reach = (dist >= 0) & goal
-    score = np.where(reach, dist.astype(np.float32), np.float32(1e6)).reshape(n, -1)
-    score = score + rng.random(score.shape, dtype=np.float32) * 0.5
-    best = np.argmin(score, axis=1)
-    found = reach.reshape(n, -1)[np.arange(n), best]
-    best_dist = np.where(found, dist.reshape(n, -1)[np.arange(n), best].astype(np.int64), NOT_FOUND)
-    return best, best_dist
-
-
 def step_towards(dist: np.ndarray, goal_flat: np.ndarray, has_goal: np.ndarray) -> np.ndarray:
     """First move along a shortest path from the centre to each agent's goal tile (STAY where
     there is no goal or the goal is the centre). Backtracks from the goals, all agents at once."""
@@ -153,19 +154,6 @@ def step_towards(dist: np.ndarray, goal_flat: np.ndarray, has_goal: np.ndarray) 
     for direction, (ddr, ddc) in enumerate(DIRECTION_DELTAS):
         moves[active & (dr == ddr) & (dc == ddc)] = direction
     return moves
-
-
-def step_away(batch: Batch, from_row: np.ndarray, from_col: np.ndarray, allowed: np.ndarray,
-              rng: np.random.Generator) -> np.ndarray:
-    """The allowed move (or stay) that ends farthest (L1) from a threat at absolute (row, col)."""
-    me = batch.me
-    r, c = me[:, EntityAttr.ROW], me[:, EntityAttr.COL]
-    options = np.concatenate([DIRECTION_DELTAS, [[0, 0]]])
-    nr = r[:, None] + options[:, 0]
-    nc = c[:, None] + options[:, 1]
-    gap = np.abs(nr - from_row[:, None]) + np.abs(nc - from_col[:, None]) + rng.random((batch.n, 5)) * 0.1
-    gap = np.where(allowed, gap, -np.inf)
-    return np.argmax(gap, axis=1)
 
 
 def safe_moves(batch: Batch) -> np.ndarray:

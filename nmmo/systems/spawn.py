@@ -79,22 +79,24 @@ def _init_players(state: State, config: Config, slots: np.ndarray, born: int) ->
 def spawn_initial_players(state: State, config: Config, rng: np.random.Generator) -> None:
     ring = spawn_ring(config)
     slots = np.arange(config.PLAYER_N)
-    index = initial_ring_positions(config.PLAYER_N, config.PLAYER_TEAM_SIZE, config.MAP_CENTER, rng)
+    index = initial_ring_positions(config.PLAYER_N, config.PLAYER_TEAM_SIZE, config.MAP_CENTER, rng,
+                                   config.PLAYER_SPAWN_SPACING)
     _place(state, slots, ring[index])
     _init_players(state, config, slots, born=state.tick)
 
 
-def initial_ring_positions(n: int, team_size: int, center: int, rng: np.random.Generator) -> np.ndarray:
+def initial_ring_positions(n: int, team_size: int, center: int, rng: np.random.Generator,
+                           spacing: int = 1) -> np.ndarray:
     """Ring index (see `spawn_ring`) of each initial slot, spread evenly edge by edge.
 
     The ring is four edges of ``center - 1`` tiles, each starting at a corner. Units (teams, or
     single players) are dealt to the edges as evenly as possible (the edge that gets the first
-    extra unit is drawn), spaced ``s = (center - 1) // units on that edge`` apart along the edge,
-    and shifted by a random offset that leaves at least ``s`` tiles before the next corner. So no
-    two units start closer than `min_spawn_distance` (Chebyshev, around corners too: spacing by
-    ring length alone puts two players diagonal across a corner much closer than that). A team's
-    members take neighbouring ring tiles from its unit's position. When an edge cannot hold its
-    teams that way, teams are spread by ring length (and when even that fails, single slots)."""
+    extra unit is drawn), ``s = (center - 1) // units on that edge`` apart along the edge, from a
+    random offset. The offset keeps every unit at least `spacing` (Chebyshev) from the units of the
+    next edge around the corner, and within that leaves the units anywhere along the edge: spread
+    out, they do not all start in corners, where an agent sees least of the map. A team's members
+    take neighbouring ring tiles from its unit's position. When an edge cannot hold its teams that
+    way, teams are spread by ring length (and when even that fails, single slots)."""
     edge, ring = center - 1, 4 * (center - 1)
     units = -(-n // team_size)
     slots = np.arange(n)
@@ -109,9 +111,12 @@ def initial_ring_positions(n: int, team_size: int, center: int, rng: np.random.G
     for side, count in enumerate(counts.tolist()):
         if count == 0:
             continue
-        spacing = edge // count
-        shift = int(rng.integers(edge - count * spacing + 1))
-        starts.append(side * edge + shift + spacing * np.arange(count))
+        step = edge // count
+        # the last unit's last member ends `edge - shift - (count - 1) * step - (team_size - 1)` tiles before
+        # the next corner: at least `spacing` from whatever starts there
+        room = max(edge - count * step + step - spacing - (team_size - 1), 0)
+        shift = int(rng.integers(room + 1))
+        starts.append(side * edge + shift + step * np.arange(count))
     anchors = np.concatenate(starts)
     return (anchors[slots // team_size] + slots % team_size) % ring
 

@@ -18,7 +18,10 @@ def config():
     return nmmo.config.Default()
 
 
-def make_obs(material: np.ndarray, me: dict | None = None, others: list[dict] | None = None, at=(80, 80)):
+AT = (26, 80)  # in the outer band (10 tiles from the top edge of the default 128-tile map)
+
+
+def make_obs(material: np.ndarray, me: dict | None = None, others: list[dict] | None = None, at=AT):
     """A hand-built observation: `material` is the 15x15 window around the agent at `at`."""
     row0, col0 = at[0] - R, at[1] - R
     rr, cc = np.divmod(np.arange(SIDE * SIDE), SIDE)
@@ -103,9 +106,9 @@ def test_forage_goes_for_the_scarcer_resource():
     material = grass()
     material[R, R + 3] = Material.FOREST  # food three steps east
     material[R - 4, R] = Material.WATER  # water: stand three steps north to drink
-    bot = scripted.Forage(config(), seed=0)
-    thirsty = bot.act({1: make_obs(material, me={"FOOD": 8, "WATER": 3})})
-    hungry = bot.act({1: make_obs(material, me={"FOOD": 3, "WATER": 8})})
+    # fresh bots: a bot commits to an errand until it is done, so one bot would keep going north
+    thirsty = scripted.Forage(config(), seed=0).act({1: make_obs(material, me={"FOOD": 8, "WATER": 3})})
+    hungry = scripted.Forage(config(), seed=0).act({1: make_obs(material, me={"FOOD": 3, "WATER": 8})})
     assert thirsty[1]["Move"]["Direction"] == Direction.NORTH
     assert hungry[1]["Move"]["Direction"] == Direction.EAST
 
@@ -117,20 +120,23 @@ def test_forage_plans_around_walls_and_npcs():
     bot = scripted.Forage(config(), seed=0)
     move = bot.act({1: make_obs(material, me={"FOOD": 2})})[1]["Move"]["Direction"]
     assert move in (Direction.NORTH, Direction.SOUTH)  # around the wall, never into it
-    hostile = {"ID": -5, "ROW": 78, "COL": 80, "NPC_TYPE": NPCType.HOSTILE, "COMBAT_LEVEL": 20, "HEALTH": 20}
+    hostile = {"ID": -5, "ROW": AT[0] - 2, "COL": AT[1], "NPC_TYPE": NPCType.HOSTILE, "COMBAT_LEVEL": 20, "HEALTH": 20}
     move = bot.act({1: make_obs(material, me={"FOOD": 2}, others=[hostile])})[1]["Move"]["Direction"]
     assert move == Direction.SOUTH  # the north way passes next to a hostile NPC
 
 
-def test_forage_explores_toward_the_centre_when_sated():
-    bot = scripted.Forage(config(), seed=0)
-    centre = config().MAP_BORDER + config().MAP_CENTER // 2
-    move = bot.act({1: make_obs(grass(), at=(centre + 30, centre))})[1]["Move"]["Direction"]
-    assert move == Direction.NORTH
-    stay = scripted.ForageNoExplore(config(), seed=0)
+def test_forage_explores_away_from_its_spawn_when_sated_and_no_explore_waits_by_water():
     material = grass()
     material[R - 1, R] = Material.WATER  # drinking where it stands
-    assert stay.act({1: make_obs(material, at=(centre + 30, centre))})[1]["Move"]["Direction"] == Direction.STAY
+    material[R + 1, R - 2 : R + 3] = Material.FOREST  # food close by
+    spawn, later = (26, 80), (26, 84)  # in the outer band (10 tiles from the top edge)
+    bot = scripted.Forage(config(), seed=0)
+    bot.act({1: make_obs(material, at=spawn)})  # its first position is its spawn
+    move = bot.act({1: make_obs(material, at=later)})[1]["Move"]["Direction"]
+    assert move in (Direction.EAST, Direction.SOUTH)  # both lead farther (L1) from the spawn
+    stay = scripted.ForageNoExplore(config(), seed=0)
+    stay.act({1: make_obs(material, at=spawn)})
+    assert stay.act({1: make_obs(material, at=later)})[1]["Move"]["Direction"] == Direction.STAY
 
 
 def test_meander_never_walks_into_lava_or_blocked_tiles():
@@ -145,16 +151,17 @@ def test_meander_never_walks_into_lava_or_blocked_tiles():
 
 @pytest.mark.parametrize(("distance", "style"), [(1, Style.MELEE), (3, Style.RANGE), (4, Style.MAGE)])
 def test_combat_attacks_weaker_entities_with_the_style_that_reaches(distance, style):
-    weak = {"ID": -3, "ROW": 80, "COL": 80 + distance, "NPC_TYPE": NPCType.PASSIVE, "COMBAT_LEVEL": 1, "HEALTH": 3}
+    weak = {"ID": -3, "ROW": AT[0], "COL": AT[1] + distance, "NPC_TYPE": NPCType.PASSIVE, "COMBAT_LEVEL": 1,
+            "HEALTH": 3}
     action = scripted.Combat(config(), seed=0).act({1: make_obs(grass(), others=[weak])})[1]
     assert action["Attack"] == {"Style": style, "Target": 1}
 
 
 def test_combat_leaves_equals_alone_and_flees_stronger_aggressors():
-    equal = {"ID": 9, "ROW": 80, "COL": 81, "COMBAT_LEVEL": 3, "HEALTH": 10}
+    equal = {"ID": 9, "ROW": AT[0], "COL": AT[1] + 1, "COMBAT_LEVEL": 3, "HEALTH": 10}
     action = scripted.Combat(config(), seed=0).act({1: make_obs(grass(), others=[equal])})[1]
     assert "Attack" not in action
-    brute = {"ID": -4, "ROW": 79, "COL": 80, "NPC_TYPE": NPCType.HOSTILE, "COMBAT_LEVEL": 30, "HEALTH": 30}
+    brute = {"ID": -4, "ROW": AT[0] - 1, "COL": AT[1], "NPC_TYPE": NPCType.HOSTILE, "COMBAT_LEVEL": 30, "HEALTH": 30}
     action = scripted.Combat(config(), seed=0).act({1: make_obs(grass(), others=[brute])})[1]
     assert action["Move"]["Direction"] == Direction.SOUTH and "Attack" not in action
 
@@ -175,6 +182,6 @@ def test_bots_drive_a_real_env_through_the_public_api(bot):
 
 def test_combat_forages_when_the_config_has_no_combat():
     conf = nmmo.config.Small()  # no game systems
-    weak = {"ID": -3, "ROW": 80, "COL": 81, "NPC_TYPE": NPCType.PASSIVE, "COMBAT_LEVEL": 1, "HEALTH": 3}
-    action = scripted.Combat(conf, seed=0).act({1: make_obs(grass(), others=[weak])})[1]
+    weak = {"ID": -3, "ROW": 30, "COL": 31, "NPC_TYPE": NPCType.PASSIVE, "COMBAT_LEVEL": 1, "HEALTH": 3}
+    action = scripted.Combat(conf, seed=0).act({1: make_obs(grass(), others=[weak], at=(30, 30))})[1]
     assert "Attack" not in action

@@ -55,10 +55,32 @@ def test_initial_players_spread_edge_by_edge(player_n, seed):
     edge = CENTER - 1
     per_edge = np.bincount([ring[cell] // edge for cell in cells], minlength=4)
     assert per_edge.max() - per_edge.min() <= 1  # the four edges share the players evenly
-    if player_n > 1 and -(-player_n // 4) <= edge:
-        # along an edge and around every corner, nobody starts closer than the edge's spacing
-        assert _chebyshev_gaps(cells, range(player_n)) >= edge // -(-player_n // 4)
+    if player_n > 1:  # along an edge and around every corner, nobody closer than PLAYER_SPAWN_SPACING
+        assert _chebyshev_gaps(cells, range(player_n)) >= conf.PLAYER_SPAWN_SPACING
     check_occupancy(state)
+
+
+@pytest.mark.parametrize("spacing", [1, 2, 3])
+def test_the_configured_spacing_holds_around_corners(spacing):
+    for seed in range(40):  # 8 on a 7-tile edge: 2 an edge, 3 apart at most
+        conf, state = _player_world(8, seed=seed, PLAYER_SPAWN_SPACING=spacing)
+        assert _chebyshev_gaps(_cells(state, range(8)), range(8)) >= spacing
+
+
+def test_few_players_do_not_all_start_in_corners():
+    """Corners show an agent the least of the map: with room to spare, starts spread along the edges."""
+    import nmmo
+
+    conf = nmmo.config.load("small_maps").set("PLAYER_N", 8)
+    edge = conf.MAP_CENTER - 1
+    ring = _ring_order(conf.MAP_BORDER, conf.MAP_BORDER + edge)
+    near_corner = []
+    for seed in range(50):
+        env = nmmo.Env(conf, seed=seed)
+        env.reset()
+        along = np.array([ring[cell] % edge for cell in _cells(env.realm.state, range(8))])  # place on its edge
+        near_corner += ((along < 8) | (along > edge - 8)).tolist()
+    assert np.mean(near_corner) < 0.3  # 15 of 127 tiles of an edge: 12 % by chance (the old layout: half)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,0 +1,128 @@
+"""How long the scripted bots live, and what kills them: the figures behind docs/baselines.md.
+
+Usage:
+    python benchmarks/bench_forage.py lifetime [--agents 8] [--episodes 8] [--bot Forage]
+    python benchmarks/bench_forage.py table [--episodes 4] [--bots Forage Combat Meander]
+    python benchmarks/bench_forage.py causes [--agents 256] [--episodes 2] [--bot Forage]
+
+`lifetime` and `table` are `evaluation.evaluate` runs on `small_maps` (self-contained, held-out
+maps, continuous respawn, means over every lifetime, those cut by the horizon included): the
+first prints the mean lifetime per map and overall with PLAYER_N agents; the second the paper's
+Table 1 metrics per bot with the config's 256 agents. `causes` replays the same episodes (same
+seeds and maps) in this process and classifies every death from the engine state of the tick it
+died in (the bots never read it): lava, an NPC or a player hit, starvation, dehydration, both;
+it also reports how many forests stood unharvested, per tick on average, in the outer band.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+
+import numpy as np
+
+import nmmo
+from evaluation import evaluate
+from evaluation.episode import episode_seeds, eval_map_seeds, policy_seed
+from nmmo.enums import Material
+
+METRICS = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
+
+
+def small_maps(agents: int | None = None) -> nmmo.config.Config:
+    config = nmmo.config.load("small_maps")
+    return config if agents is None else config.set("PLAYER_N", agents)
+
+
+def lifetime(bot: str, agents: int, episodes: int, seed: int, workers: int) -> None:
+    start = time.perf_counter()
+    result = evaluate(small_maps(agents), f"scripted:{bot}", episodes=episodes, seed=seed, workers=workers,
+                      progress=False)
+    spec = f"scripted:{bot}"
+    for entry in result["episodes"]:
+        life = entry["metrics"][spec]["lifetime"]
+        print(f"map {entry['map_seed']}: lifetime {life['mean']:.1f} over {life['count']} lifetimes")
+    life = result["metrics"][spec]["lifetime"]
+    print(f"{bot}, {agents} agents, {episodes} maps: mean lifetime {life['mean']:.1f} "
+          f"(std {life['std']:.1f}, {life['count']} lifetimes) [{time.perf_counter() - start:.0f}s]")
+
+
+def table(bots: list[str], episodes: int, seed: int, workers: int) -> None:
+    print("| bot | " + " | ".join(METRICS) + " | lifetimes |")
+    print("|---" * (len(METRICS) + 2) + "|")
+    for bot in bots:
+        result = evaluate(small_maps(), f"scripted:{bot}", episodes=episodes, seed=seed, workers=workers,
+                          progress=False)
+        m = result["metrics"][f"scripted:{bot}"]
+        print(f"| {bot} | " + " | ".join(f"{m[k]['mean']:.2f}" for k in METRICS) + f" | {m['lifetime']['count']} |",
+              flush=True)
+
+
+def death_cause(state, slot: int) -> str:
+    """Why the player in `slot` died this tick, from the state before its row is reused."""
+    ent = state.entities
+    if state.tiles.material[ent.row[slot], ent.col[slot]] == Material.LAVA:
+        return "lava"
+    if ent.damage_taken[slot] > 0 and ent.attacker_id[slot] != 0:
+        return "npc" if ent.attacker_id[slot] < 0 else "player"
+    starving, parched = ent.food[slot] == 0, ent.water[slot] == 0
+    return {(True, False): "starvation", (False, True): "dehydration", (True, True): "starvation+dehydration"}.get(
+        (bool(starving), bool(parched)), "other")
+
+
+def causes(bot: str, agents: int, episodes: int, seed: int) -> None:
+    import scripted
+
+    config = small_maps(agents)
+    band = None
+    totals: Counter = Counter()
+    lifetimes: list[dict] = []
+    for s, map_seed in zip(episode_seeds(seed, episodes), eval_map_seeds(config, episodes), strict=True):
+        env = nmmo.Env(config, seed=s)
+        policy = getattr(scripted, bot)(config)
+        obs, _ = env.reset(seed=s, options={"map_seed": map_seed})
+        policy.reset(policy_seed(s, 0))
+        if band is None:
+            from scripted.memory import outer_band
+
+            band = outer_band(config, policy.safe_danger if hasattr(policy, "safe_danger") else 0.5)
+        fresh, ticks, found = 0, 0, Counter()
+        while env.agents:
+            obs, _, terminated, _, infos = env.step(policy.act({a: o for a, o in obs.items() if a in env.agents}))
+            state = env.realm.state
+            ent = state.entities
+            for aid, done in terminated.items():
+                if done:
+                    slot = int(np.flatnonzero(ent.id[: env.n_slots] == aid)[0])
+                    found[death_cause(state, slot)] += 1
+            lifetimes += [info["episode"] for info in infos.values() if "episode" in info]
+            fresh += int(np.count_nonzero(state.tiles.material.ravel()[band] == Material.FOREST))
+            ticks += 1
+        totals.update(found)
+        print(f"map {map_seed}: deaths {dict(found)}; unharvested band forests per tick {fresh / ticks:.0f}")
+    means = {k: np.mean([life[k] for life in lifetimes]) for k in METRICS}
+    print(f"{bot}, {agents} agents, {episodes} maps, {len(lifetimes)} lifetimes: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in means.items()) + f"; deaths {dict(totals)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["lifetime", "table", "causes"])
+    parser.add_argument("--bot", default="Forage")
+    parser.add_argument("--bots", nargs="+", default=["Forage", "Combat", "Meander"])
+    parser.add_argument("--agents", type=int, default=None, help="PLAYER_N (lifetime: 8, causes: 256)")
+    parser.add_argument("--episodes", type=int, default=None, help="maps (lifetime: 8, table: 4, causes: 2)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    if args.what == "lifetime":
+        lifetime(args.bot, args.agents or 8, args.episodes or 8, args.seed, args.workers)
+    elif args.what == "table":
+        table(args.bots, args.episodes or 4, args.seed, args.workers)
+    else:
+        causes(args.bot, args.agents or 256, args.episodes or 2, args.seed)
+
+
+if __name__ == "__main__":
+    main()
