@@ -22,7 +22,7 @@ from evaluation.tables import (
     team_table,
     wide_console,
 )
-from evaluation.tournament import TIE_BREAK, TOURNAMENT_CONFIG
+from evaluation.tournament import METRIC, TIE_BREAK, TOURNAMENT_CONFIG
 from nmmo.cli import add_command, add_ray_flags, cli_command, ray_options
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                       help=f"policy specs ({spec_forms()}); scripted:Combat is added when missing")
     tour.add_argument("--episodes", type=int, default=16, help="episodes, episode i on held-out map i")
     tour.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
-    tour.add_argument("--metric", choices=METRICS, default="achievement",
+    tour.add_argument("--metric", choices=METRICS, default=METRIC,
                       help="what ranks policies in an episode: the mean over their agents")
     tour.add_argument("--tie-break", choices=(*METRICS, "none"), default=TIE_BREAK,
                       help="what orders equal metrics; none: equal metrics are draws")

@@ -43,7 +43,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     ticks = config.HORIZON if args.ticks is None else args.ticks
     console.print(f"2. tournament: {', '.join(DEMO_POLICIES)} share {config.PLAYER_N} agents in equal shares with "
                   f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {ticks} "
-                  "ticks on held-out maps, ranked by achievement then lifetime, rated with TrueSkill")
+                  "ticks on held-out maps, ranked by lifetime then achievement, rated with TrueSkill")
     replays = args.out / "replays"
     results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=ticks, seed=0,
                              workers=args.workers, record_dir=str(replays))

@@ -5,7 +5,7 @@
 - `run_tournament`: a few policies share one world (Scripted Combat always among them, as the SR
   anchor) in equal shares of a fixed population dealt at random; episode i runs on held-out map i;
   each episode ranks the policies by the mean of a metric over their agents' lifetimes
-  (achievement by default, ties broken by mean lifetime, remaining ties are draws) and TrueSkill
+  (lifetime by default, ties broken by mean achievement, remaining ties are draws) and TrueSkill
   is updated from the rankings in episode order, so the SR after every episode shows convergence.
   The canonical format is the `tournament` config (`TOURNAMENT_CONFIG`).
 
@@ -45,8 +45,12 @@ FORMAT = "flatmmo-evaluation"
 FORMAT_VERSION = 2  # v2: equal shares dealt at random, a tie-break metric instead of random tie orders
 #: The canonical tournament format (configs/tournament.toml): `nmmo tournament`'s default config.
 TOURNAMENT_CONFIG = "tournament"
-#: What breaks ties of the ranking metric by default: how long the policy's agents lived.
-TIE_BREAK = "lifetime"
+#: What ranks policies in an episode by default: how long their agents lived (mean ticks), and what
+#: orders equal lifetimes: their achievement points. Survival integrates every skill of the game
+#: (foraging, fighting, avoiding NPCs); achievement first ranked `random` above Meander, from kills
+#: of starving agents that chance hands it (docs/evaluation.md, "Score").
+METRIC = "lifetime"
+TIE_BREAK = "achievement"
 
 
 def versions() -> dict[str, str]:
@@ -197,7 +201,7 @@ class Standings:
     that never ran in an episode (it could not be built) is not ranked in it.
     """
 
-    def __init__(self, policies: list[str], metric: str = "achievement", anchor: str = ANCHOR,
+    def __init__(self, policies: list[str], metric: str = METRIC, anchor: str = ANCHOR,
                  tie_break: str | None = TIE_BREAK) -> None:
         self.policies, self.metric, self.tie_break = policies, metric, tie_break
         self.ratings = Ratings(policies, anchor, BETA)
@@ -254,7 +258,7 @@ class Standings:
 
 
 def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int | None = None,
-                   seed: int = 0, workers: int = 2, time_budget: float = 1.0, metric: str = "achievement",
+                   seed: int = 0, workers: int = 2, time_budget: float = 1.0, metric: str = METRIC,
                    anchor: str = ANCHOR, tie_break: str | None = TIE_BREAK, progress: bool = True,
                    limits: Limits | None = None, max_restarts: int = 5,
                    record_dir: str | None = None, backend: str = "process", ray_address: str | None = None,

@@ -81,6 +81,20 @@ def test_nothing_observable_tells_which_policy_controls_an_agent(tmp_path):
             assert right < 0.2 + 0.1, (name, modulus, right)
 
 
+def test_canonical_ranking_passes_the_sanity_check():
+    """A small version of the canonical tournament (its config, its five reference policies, its
+    default ranking) orders them as skill would: Forage above Meander, and Meander above the two
+    policies that do nothing useful, in the leaderboard and in every episode. A ranking metric
+    that rewarded luck (e.g. achievement first: random's chance kills are worth points) fails."""
+    results = run_tournament("tournament", list(POLICIES5), episodes=2, ticks=256, workers=2, progress=False)
+    sr = {row["policy"]: row["sr"] for row in results["leaderboard"]}
+    assert sr["scripted:Forage"] > sr["scripted:Meander"] > max(sr["random"], sr["idle"])
+    assert sr["scripted:Combat"] > sr["scripted:Meander"]
+    for entry in results["episodes"]:
+        ranks = entry["ranks"]
+        assert ranks["scripted:Forage"] < ranks["scripted:Meander"] < min(ranks["random"], ranks["idle"]), entry
+
+
 def test_anchor_is_added_and_specs_checked():
     assert tournament_policies(["random", "idle"]) == ["random", "idle", ANCHOR]
     assert tournament_policies([ANCHOR, "random"]) == [ANCHOR, "random"]
