@@ -3,8 +3,9 @@
 An action is ``{"Move": {"Direction": d}, "Attack": {"Style": s, "Target": t}}``, either part
 optional (missing or None). Indices are ints, numpy integers or 0-d integer arrays that fit int64
 (not bools, not floats). `parse_action` turns one into three ints or raises `ActionError` naming
-the agent and the key; whether an index is in range or allowed by the masks is the env's business
-(it drops such sub-actions and says why in the infos), not a malformed action.
+the agent and the key, and `parse_actions` reads a whole step's dict of them; whether an index is
+in range or allowed by the masks is the env's business (it drops such sub-actions and says why in
+the infos, `apply_indices`), not a malformed action.
 """
 
 from __future__ import annotations
@@ -57,6 +58,46 @@ def parse_action(agent: Any, action: Any) -> tuple[int, int, int]:
         else:
             style, target = _index(agent, attack, ATTACK, STYLE), _index(agent, attack, ATTACK, TARGET)
     return direction, style, target
+
+
+def parse_actions(actions: Any, id_to_slot: dict[int, int], next_player_id: int) -> tuple[np.ndarray, list, np.ndarray]:
+    """(slots, agent ids, (n, 3) int64 indices) of a dict API step's actions, each read by
+    `parse_action`; actions of agents that already died are skipped. `id_to_slot` maps the live
+    agents to their slots; ids from 1 to `next_player_id` - 1 have been issued. Raises
+    `ActionError` for a malformed action, a key that is not an issued id, or an index that does
+    not fit int64, so a bad step fails before the world changes."""
+    if not isinstance(actions, dict):
+        raise ActionError(f"actions must be a dict {{agent_id: action}}, got {type(actions).__name__}")
+    slots = [id_to_slot.get(agent) for agent in actions]
+    if None not in slots:  # every key a live agent: comprehensions, the common case
+        agent_ids = list(actions)
+        parsed = [parse_action(agent, action) for agent, action in actions.items()]
+    else:
+        slots, agent_ids, parsed = [], [], []
+        for agent, action in actions.items():
+            slot = id_to_slot.get(agent)
+            if slot is None:
+                _check_issued(agent, next_player_id)
+                continue  # already dead: ignored
+            slots.append(slot)
+            agent_ids.append(agent)
+            parsed.append(parse_action(agent, action))
+    try:
+        indices = np.array(parsed, dtype=np.int64).reshape(-1, 3)
+    except OverflowError:
+        agent = next(a for a, p in zip(agent_ids, parsed, strict=True)
+                     if not all(_INT64[0] <= v <= _INT64[1] for v in p))
+        raise int64_error(agent, actions[agent]) from None
+    return np.array(slots, dtype=np.int64), agent_ids, indices
+
+
+def _check_issued(agent: Any, next_player_id: int) -> None:
+    """An action keyed by a dead agent's id is ignored; any other key not a live agent's raises."""
+    if not isinstance(agent, (int, np.integer)) or isinstance(agent, bool):
+        raise ActionError(f"action keys are agent ids (int), got {agent!r}")
+    if not 1 <= agent < next_player_id:
+        raise ActionError(f"action for unknown agent {agent}: ids issued so far are 1..{next_player_id - 1}; "
+                          "live agents are env.agents")
 
 
 def int64_error(agent: Any, action: Any) -> ActionError:
@@ -137,7 +178,7 @@ def apply_indices(obs: Observations, state: State, config: Config, slots: np.nda
         out_of_reach[aiming] = ~combat.valid_attacks(state, config, slots[aiming], style[aiming], rows[aiming])
         attack_ok &= ~out_of_reach
         rows = np.where(attack_ok, rows, -1)
-    directions[slots] = np.where(move_ok, move, Direction.STAY)
+    directions[slots] = np.where(move_ok, move, STAY)
     styles[slots] = np.where(attack_ok & (rows >= 0), style, -1)
     targets[slots] = np.where(attack_ok, rows, -1)
     bad_move = ~move_ok

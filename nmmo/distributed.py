@@ -5,10 +5,11 @@ node's ``host:port``) or, with no address, starts a private local one with this 
 no dashboard and usage statistics off. Every entry point that takes ``--ray``/``--ray-address``
 calls it, and a second call is a no-op, so one process shares one Ray session.
 
-`RayBlocks` is the Ray backend of `nmmo.vector.VectorEnv`: each actor steps a block of envs. The
-parent keeps, per env, the seed of the running episode and the actions played since it began (the
-engine is deterministic), so when an actor dies a new one is started and replays them: the run
-goes on with exactly the state, and so exactly the results, it would have had.
+`RayBlocks` is the Ray backend of `nmmo.vector.VectorEnv`: each actor steps a block of envs (one
+fused block, `nmmo.fused`, with the default engine). The parent keeps, per env, the seed of the
+running episode and the actions played since it began (the engine is deterministic), so when an
+actor dies a new one is started and replays them: the run goes on with exactly the state, and so
+exactly the results, it would have had.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.obs import OBS_FIELDS
-from nmmo.vector import STEP_FIELDS, EnvBlock, allocate_buffers, stack_episodes
+from nmmo.vector import STEP_FIELDS, allocate_buffers, make_block, stack_episodes
 
 MAX_REPLACEMENTS = 3  # per call: an actor that dies this often in a row points at a bug, not bad luck
 
@@ -77,11 +78,12 @@ def _contiguous(config: Config, rows: int) -> np.ndarray:
 class BlockActor:
     """A block of envs in a Ray actor (wrapped with `ray.remote` by `RayBlocks`)."""
 
-    def __init__(self, config_toml: str, config_name: str, seeds: list[int], env: str | None = None) -> None:
+    def __init__(self, config_toml: str, config_name: str, seeds: list[int], env: str | None = None,
+                 engine: str = "loop") -> None:
         config = config_module.from_toml(config_toml, config_name)
         self.raw = _contiguous(config, len(seeds) * config.PLAYER_N)
         self.buffers = allocate_buffers(config, len(seeds) * config.PLAYER_N, _Memory(self.raw))
-        self.block = EnvBlock(config, seeds, self.buffers, 0, env)
+        self.block = make_block(config, seeds, self.buffers, 0, env, engine)
 
     def reset(self) -> tuple[dict[str, np.ndarray], np.ndarray, list[int], list[bool]]:
         self.block.reset()
@@ -89,7 +91,7 @@ class BlockActor:
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, list[int], list[bool]]:
         episodes = self.block.step(actions)
-        resets = [int(env.realm.state.tick) == 0 for env in self.block.envs]  # auto-reset during this step
+        resets = [tick == 0 for tick in self.block.ticks()]  # auto-reset during this step
         return self.raw, episodes, self.block.episode_seeds(), resets
 
     def restore(self, seeds: list[int], logs: list[list[np.ndarray]]) -> None:
@@ -103,12 +105,12 @@ class RayBlocks:
     """The Ray backend of `VectorEnv`: `workers` actors, each stepping a contiguous block of envs."""
 
     def __init__(self, config: Config, seeds: list[int], workers: int, buffers: dict[str, np.ndarray],
-                 address: str | None = None, env: str | None = None) -> None:
+                 address: str | None = None, env: str | None = None, engine: str = "loop") -> None:
         self.ray = init(address)
         check_capacity(self.ray, workers)
         self.config, self.slots = config, config.PLAYER_N
         self.config_toml, self.config_name = config.to_toml(), config.name
-        self.buffers, self.env = buffers, env
+        self.buffers, self.env, self.engine = buffers, env, engine
         self.parts = [part.tolist() for part in np.array_split(np.arange(len(seeds)), workers)]
         self.seeds = seeds
         self.remote_class = self.ray.remote(num_cpus=1, max_restarts=0)(BlockActor)
@@ -119,7 +121,7 @@ class RayBlocks:
 
     def _start(self, i: int) -> Any:
         return self.remote_class.remote(self.config_toml, self.config_name, [self.seeds[k] for k in self.parts[i]],
-                                        self.env)
+                                        self.env, self.engine)
 
     def _rows(self, i: int) -> slice:
         return slice(self.parts[i][0] * self.slots, (self.parts[i][-1] + 1) * self.slots)
@@ -156,6 +158,8 @@ class RayBlocks:
             arrays = allocate_buffers(self.config, len(self.parts[i]) * self.slots, _Memory(raw))
             for name in (*OBS_FIELDS, *STEP_FIELDS):
                 self.buffers[name][rows] = arrays[name]
+            finished = finished.copy()
+            finished[:, -1] += rows.start  # the actor numbers rows within its own block
             episodes.append(finished)
             for j, k in enumerate(self.parts[i]):
                 if resets[j]:

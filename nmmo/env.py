@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,36 +41,24 @@ from pettingzoo import ParallelEnv
 
 from nmmo import config as config_module
 from nmmo import spaces
-from nmmo.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET, apply_indices, int64_error, parse_action
+from nmmo.actions import ATTACK, DIRECTION, MOVE, STAY, STYLE, TARGET, apply_indices, parse_actions
 from nmmo.config import Config
-from nmmo.enums import Direction
-from nmmo.metrics import REWARD_SCALE as ACHIEVEMENT_REWARD_SCALE
-from nmmo.metrics import achievement_points, achievement_values, lifetime_metrics
+from nmmo.metrics import lifetime_metrics
 from nmmo.obs import ObservationBuilder, Observations, as_index
+from nmmo.outcomes import BatchStep, Outcomes
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
 from nmmo.replay import Recorder, capture
-from nmmo.rules import team_spirit
 from nmmo.world import get_map
 
-
-@dataclass
-class BatchStep:
-    """One step of the batched API; every array has one row per agent slot."""
-
-    obs: Observations
-    rewards: np.ndarray  # float32
-    terminated: np.ndarray  # bool
-    truncated: np.ndarray  # bool
-    agent_ids: np.ndarray  # int64 id of the agent each row belongs to (0: empty slot)
-    alive: np.ndarray  # bool: the slot holds a live agent after this step
-    episodes: dict[str, np.ndarray] | None = None  # lifetime metrics of the slots that finished (terminated
-    #                                               or truncated) this step, one entry per such slot
-    episode_slots: np.ndarray | None = None
+__all__ = ["BatchStep", "Env"]  # BatchStep lives in nmmo.outcomes, with the rest of a step's accounting
 
 
-class Env(ParallelEnv):
+class Env(Outcomes, ParallelEnv):
     """The game world as a PettingZoo ParallelEnv (agents, spaces and rewards: see the module notes).
+
+    What each step gives the agents besides observations (rewards, terminations, infos, episode
+    metrics) is accounted by the `nmmo.outcomes.Outcomes` mixin, whose methods are this class's.
 
     Args:
         config: a `nmmo.config.Config`, a canonical config name ("small_maps"), a preset name or a
@@ -121,9 +108,7 @@ class Env(ParallelEnv):
         #: report achievement points in infos (``infos[agent]["achievement_points"]``) even when
         #: REWARD_ACHIEVEMENT is off; interfaces that read them (`RewardShaping`) turn it on
         self.report_achievements = False
-        # achievement points already accounted per slot, and the agent they belong to (a slot is reused)
-        self._points_paid = np.zeros(self.n_slots, dtype=np.int64)
-        self._points_owner = np.zeros(self.n_slots, dtype=np.int64)
+        self._clear_points()
 
     # ------------------------------------------------------------- spaces
     def observation_space(self, agent: int) -> gymnasium.spaces.Dict:
@@ -153,6 +138,21 @@ class Env(ParallelEnv):
         runs on one seed, kept in ``env.episode_seed``: a fresh env reset with it (and the same
         options) and stepped with the same actions replays the episode exactly.
         """
+        self._begin_episode(seed, options)
+        self.overlays.reset()
+        self.overlays.track(self.realm.state)
+        if self._recorder is not None:
+            self._recorder.start(self.realm.state, self._replay_header())
+        slots = self._live_slots()
+        self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
+        self._refresh_agents()
+        obs = self._obs_dicts(slots)
+        infos = {agent: {} for agent in obs}
+        return obs, infos
+
+    def _begin_episode(self, seed: int | None, options: dict | None) -> None:
+        """The state part of `reset`: the episode's seed and generator, its map, the realm's
+        initial state (the fused engine, `nmmo.fused`, starts its worlds' episodes with it too)."""
         if seed is None and self._np_random is None:
             seed = self._seed
         if seed is None and self._np_random is None:  # unseeded: fresh entropy, still replayable
@@ -172,18 +172,7 @@ class Env(ParallelEnv):
         if map_seed not in self._map_cache:
             self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
         self.realm.reset(self._map_cache[map_seed], rng)
-        self._points_paid[:] = 0
-        self._points_owner[:] = 0
-        self.overlays.reset()
-        self.overlays.track(self.realm.state)
-        if self._recorder is not None:
-            self._recorder.start(self.realm.state, self._replay_header())
-        slots = self._live_slots()
-        self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
-        self._refresh_agents()
-        obs = self._obs_dicts(slots)
-        infos = {agent: {} for agent in obs}
-        return obs, infos
+        self._clear_points()
 
     # --------------------------------------------------------------- step
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
@@ -220,30 +209,11 @@ class Env(ParallelEnv):
         directions, styles, targets = self._empty_actions()
         slots = self._live_slots()
         apply_indices(self._obs, self.realm.state, self.config, slots, actions[slots], (directions, styles, targets))
-        with self._changing_the_world():
-            return self._step_arrays(directions, styles, targets)
-
-    def _step_arrays(self, directions: np.ndarray, styles: np.ndarray, targets: np.ndarray) -> BatchStep:
         ent = self.realm.state.entities
-        ids_before = ent.id[: self.n_slots].copy()
-        alive_before = ent.alive[: self.n_slots].copy()
-        result = self._advance(directions, styles, targets)
-        died = result.dead[result.dead < self.n_slots]
-        terminated = np.zeros(self.n_slots, dtype=bool)
-        terminated[died] = True
-        rewarded = np.flatnonzero(alive_before | ent.alive[: self.n_slots])
-        rewards = np.zeros(self.n_slots, dtype=np.float32)
-        earned = self.achievements_earned(rewarded) if self.config.REWARD_ACHIEVEMENT else None
-        rewards[rewarded] = self._reward_values(rewarded, terminated[rewarded], earned)
-        truncated = np.zeros(self.n_slots, dtype=bool)
-        if self.done:
-            truncated[:] = alive_before & ~terminated
-        ids = np.where(alive_before, ids_before, 0)
-        alive = ent.alive[: self.n_slots].copy()
-        ids = np.where(alive & ~terminated, ent.id[: self.n_slots], ids)
-        finished = np.flatnonzero(terminated | truncated)
-        episodes = lifetime_metrics(self.realm.state, finished) if finished.size else None
-        return BatchStep(self._obs, rewards, terminated, truncated, ids, alive & ~truncated, episodes, finished)
+        ids_before, alive_before = ent.id[: self.n_slots].copy(), ent.alive[: self.n_slots].copy()
+        with self._changing_the_world():
+            result = self._advance(directions, styles, targets)
+            return self._array_outcome(ids_before, alive_before, result)
 
     # ------------------------------------------------------------ replays
     def record(self) -> None:
@@ -257,14 +227,7 @@ class Env(ParallelEnv):
         `team_policy` to ``policies[t % len(policies)]``."""
         if self._recorder is None:
             raise ValueError("this env is not recording: pass record=True or call env.record() before reset()")
-        if policies is not None:
-            if isinstance(policies, str) or not policies or not all(isinstance(p, str) for p in policies):
-                raise ValueError(f"policies must be a non-empty list of names, got {policies!r}")
-            self._recorder.header["policies"] = list(policies)
-        if team_policy is not None:
-            if policies is None or not all(isinstance(i, int) and 0 <= i < len(policies) for i in team_policy):
-                raise ValueError(f"team_policy must list an index into policies for every team, got {team_policy!r}")
-            self._recorder.header["team_policy"] = list(team_policy)
+        self._recorder.name_players(policies, team_policy)
         self._recorder.capture_overlays(self.overlays, len(self._recorder.frames) - 1)
         return self._recorder.save(path)
 
@@ -339,7 +302,7 @@ class Env(ParallelEnv):
 
     def _empty_actions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         capacity = self.realm.capacity
-        return (np.full(capacity, Direction.STAY, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
+        return (np.full(capacity, STAY, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
                 np.full(capacity, -1, dtype=np.int64))
 
     def _advance(self, directions, styles, targets) -> TickResult:
@@ -382,58 +345,13 @@ class Env(ParallelEnv):
         }
 
     def _dict_outputs(self, observers_before, result: TickResult, invalid: dict) -> tuple:
-        ent = self.realm.state.entities
+        """`step`'s five dicts for the agents that observed before this tick and those spawned in
+        it (their slots were empty before): observations here, the rest from `nmmo.outcomes`."""
+        slots = np.concatenate([observers_before, result.spawned])
         died = result.dead[result.dead < self.n_slots]
-        slots = np.concatenate([observers_before, result.spawned])  # spawned slots were empty before
-        obs = self._obs_dicts(slots)
-        ids = ent.id[slots].tolist()
-        is_dead = np.isin(slots, died)
-        counted = self.config.REWARD_ACHIEVEMENT or self.report_achievements
-        earned = self.achievements_earned(slots) if counted else np.zeros(0, dtype=np.int64)
-        values = self._reward_values(slots, is_dead, earned)
-        rewards = dict(zip(ids, values.tolist(), strict=True))
-        terminations = dict(zip(ids, is_dead.tolist(), strict=True))
-        truncate = self.done
-        truncations = dict(zip(ids, (~is_dead & truncate).tolist(), strict=True))
-        infos: dict[int, dict] = {aid: {} for aid in ids}
-        for aid, problems in invalid.items():
-            if aid in infos:
-                infos[aid].update(problems)
-        for i in np.flatnonzero(earned).tolist():
-            infos[ids[i]]["achievement_points"] = int(earned[i])
-        finished = slots if truncate else died
-        if finished.size:
-            self._add_episode_infos(infos, finished)
-        return obs, rewards, terminations, truncations, infos
+        return (self._obs_dicts(slots), *self._outcome_dicts(slots, died, invalid))
 
-    def achievements_earned(self, slots: np.ndarray) -> np.ndarray:
-        """Achievement points the agents in `slots` reached since they were last accounted (each
-        tier counts once per agent id): what REWARD_ACHIEVEMENT pays, in ``infos[agent]
-        ["achievement_points"]`` on the dict API. Accounting is per slot and agent id, so a
-        slot's next agent starts from zero."""
-        state = self.realm.state
-        ids = state.entities.id[slots]
-        points = achievement_points(achievement_values(state.entities, slots))
-        paid = np.where(self._points_owner[slots] == ids, self._points_paid[slots], 0)
-        self._points_paid[slots] = points
-        self._points_owner[slots] = ids
-        return points - paid
-
-    def _reward_values(self, slots: np.ndarray, died: np.ndarray, earned: np.ndarray | None = None) -> np.ndarray:
-        """Rewards of the agents in `slots` this step (`died` marks those that died; `earned`: their
-        achievement points this step, paid as points / 15 when REWARD_ACHIEVEMENT is on)."""
-        ent = self.realm.state.entities
-        if self._custom_reward:
-            values = np.array([self.reward(aid) for aid in ent.id[slots].tolist()], dtype=np.float64)
-        else:
-            values = np.where(died, -1.0, 0.0)
-        if self.config.REWARD_ACHIEVEMENT and earned is not None and earned.size:
-            values = values + earned / ACHIEVEMENT_REWARD_SCALE
-        alpha = self.config.PLAYER_TEAM_SPIRIT
-        if alpha > 0 and values.size:
-            values = team_spirit(values, ent.team[slots], alpha)
-        return values
-
+    # -------------------------------------------------- hooks for custom rewards
     def reward(self, agent_id: int) -> float:
         """Reward of one agent this step: -1 if it died, else 0. Override for custom rewards (the
         env's tables are readable here: `self.realm.players`, `self.realm.state`)."""
@@ -450,46 +368,15 @@ class Env(ParallelEnv):
         `log_fn`."""
         return dict(self.log_fn(self, agent_id)) if self.log_fn is not None else {}
 
-    def _add_episode_infos(self, infos: dict, slots: np.ndarray) -> None:
-        state = self.realm.state
-        metrics = lifetime_metrics(state, slots)
-        ids = state.entities.id[slots].tolist()
-        for i, aid in enumerate(ids):
-            episode = {name: values[i].item() for name, values in metrics.items()}
-            if self._custom_log:
-                episode.update(self.log(aid))
-            infos.setdefault(aid, {})["episode"] = episode
-
     # ------------------------------------------------------------ actions
     def _parse_actions(self, actions: Any):
-        if not isinstance(actions, dict):
-            raise ValueError(f"actions must be a dict {{agent_id: action}}, got {type(actions).__name__}")
+        """The tick's (directions, styles, targets) arrays from a dict of actions, and {agent:
+        problems} for the sub-actions dropped; raises for malformed ones before anything changes."""
         directions, styles, targets = self._empty_actions()
-        slots, agent_ids, parsed = [], [], []
-        id_to_slot = self._id_to_slot
-        for agent, action in actions.items():
-            slot = id_to_slot.get(agent)
-            if slot is None:
-                self._check_known(agent)
-                continue  # already dead: ignored
-            slots.append(slot)
-            agent_ids.append(agent)
-            parsed.append(parse_action(agent, action))
-        try:
-            indices = np.array(parsed, dtype=np.int64).reshape(-1, 3)
-        except OverflowError:
-            agent = next(a for a, p in zip(agent_ids, parsed, strict=True) if not all(-(2**63) <= v < 2**63 for v in p))
-            raise int64_error(agent, actions[agent]) from None
-        invalid = apply_indices(self._obs, self.realm.state, self.config, np.array(slots, dtype=np.int64),
-                                indices, (directions, styles, targets), agent_ids)
+        slots, agent_ids, indices = parse_actions(actions, self._id_to_slot, self.realm.state.next_player_id)
+        invalid = apply_indices(self._obs, self.realm.state, self.config, slots, indices,
+                                (directions, styles, targets), agent_ids)
         return directions, styles, targets, invalid
-
-    def _check_known(self, agent: Any) -> None:
-        if not isinstance(agent, (int, np.integer)) or isinstance(agent, bool):
-            raise ValueError(f"action keys are agent ids (int), got {agent!r}")
-        if not 1 <= agent < self.realm.state.next_player_id:
-            raise ValueError(f"action for unknown agent {agent}: ids issued so far are 1.."
-                             f"{self.realm.state.next_player_id - 1}; live agents are env.agents")
 
     # ------------------------------------------------------------- render
     def render(self) -> np.ndarray | None:

@@ -51,8 +51,8 @@ class Realm:
              rng: np.random.Generator, respawn: bool = True) -> TickResult:
         """Advance one tick. The arrays have one entry per entity row (NPC rows are ignored: the NPC
         AI acts for them; the arrays themselves are not changed); `respawn=False` skips player
-        respawns (the env's last tick). Order: NPCs decide, entities update, attacks, moves,
-        spawns, dead removed, forests regrow, tick + 1."""
+        respawns (the env's last tick; the fused engine passes one flag per world). Order: NPCs
+        decide, entities update, attacks, moves, spawns, dead removed, forests regrow, tick + 1."""
         state, config = self.state, self.config
         ent = state.entities
         directions, styles, targets = directions.copy(), styles.copy(), targets.copy()
@@ -63,13 +63,22 @@ class Realm:
         log = combat.resolve(state, config, styles, targets, rng)  # all attacks, start-of-tick positions
         movement.resolve(state, config, directions, rng)  # all moves, conflicts by random priority
         _update_explore(ent)
-        spawned = spawn.respawn_players(state, config, rng) if respawn else np.zeros(0, dtype=np.int64)
-        spawn.spawn_npcs(state, config, rng, config.NPC_SPAWN_ATTEMPTS if config.has("NPC") else 0,
-                         born=state.tick + 1)  # first seen next tick
+        spawned = self._respawn_players(rng, respawn)
+        self._spawn_npcs(rng)
         dead = spawn.remove_dead(state)
         resource.regrow_forests(state, config, rng)
         state.tick += 1
         return TickResult(dead=dead, spawned=spawned, combat=log)
+
+    def _respawn_players(self, rng: np.random.Generator, respawn) -> np.ndarray:
+        if not respawn:
+            return np.zeros(0, dtype=np.int64)
+        return spawn.respawn_players(self.state, self.config, rng)
+
+    def _spawn_npcs(self, rng: np.random.Generator) -> None:
+        config = self.config
+        spawn.spawn_npcs(self.state, config, rng, config.NPC_SPAWN_ATTEMPTS if config.has("NPC") else 0,
+                         born=self.state.tick + 1)  # first seen next tick
 
     @property
     def players(self) -> Mapping[int, EntityView]:

@@ -145,6 +145,19 @@ class Recorder:
                 data, low, high = quantize(overlays.get(name))
                 self.overlay_events.append((tick, name, data, low, high))
 
+    def name_players(self, policies: list[str] | None, team_policy: list[int] | None) -> None:
+        """Put who played in the header, for the viewer: `policies` names them, `team_policy` gives
+        each team's index into `policies` (see `nmmo.Env.save_replay`). Checked here, so a bad
+        label fails before anything is written."""
+        if policies is not None:
+            if isinstance(policies, str) or not policies or not all(isinstance(p, str) for p in policies):
+                raise ValueError(f"policies must be a non-empty list of names, got {policies!r}")
+            self.header["policies"] = list(policies)
+        if team_policy is not None:
+            if policies is None or not all(isinstance(i, int) and 0 <= i < len(policies) for i in team_policy):
+                raise ValueError(f"team_policy must list an index into policies for every team, got {team_policy!r}")
+            self.header["team_policy"] = list(team_policy)
+
     def save(self, path: str | os.PathLike) -> Path:
         """Write the replay atomically; returns the path."""
         from nmmo.files import atomic_write_bytes

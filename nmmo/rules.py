@@ -1,9 +1,10 @@
 """Rules used by more than one system or client, each defined once here.
 
-Geometry (move deltas, Chebyshev distance), which tiles can be walked or entered, who may attack
-whom (friendly fire), how dangerous a tile is (NPC kinds and levels, the danger overlay), and when
-an entity is frozen. The systems, the observation builder, the overlays and the scripted bots
-import them from here; nothing recomputes them.
+Geometry (move deltas, Chebyshev distance, attack reach), which tiles can be walked or entered,
+who may attack whom (friendly fire), how dangerous a tile is (NPC kinds and levels, the danger
+overlay), when an entity is frozen, and when an emptied episode is over. The systems, the
+observation builder, the overlays and the scripted bots import them from here; nothing
+recomputes them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nmmo.enums import Material
+from nmmo.enums import Direction, Material
 
 if TYPE_CHECKING:
     from nmmo.config import Config
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 #: (drow, dcol) per `Direction`: N (row - 1), S (row + 1), E (col + 1), W (col - 1), stay.
 DELTAS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1], [0, 0]], dtype=np.int32)
 DELTAS.setflags(write=False)
+
+#: The four moves that change tile (`DELTAS` without stay), in `Direction` order: neighbour lookups.
+STEPS = DELTAS[: Direction.STAY]
 
 #: Materials an entity can stand on (when the tile is empty): grass, scrub and forest.
 WALKABLE = np.zeros(len(Material), dtype=bool)
@@ -38,6 +42,12 @@ def enterable(config: Config) -> np.ndarray:
 def chebyshev(row_a: np.ndarray, col_a: np.ndarray, row_b: np.ndarray, col_b: np.ndarray) -> np.ndarray:
     """Chebyshev (king-move) distance: how far attacks reach and how far entities see."""
     return np.maximum(np.abs(row_a - row_b), np.abs(col_a - col_b))
+
+
+def reaches(config: Config) -> np.ndarray:
+    """Reach (Chebyshev tiles) per attack style, indexed by `Style`: what combat resolves, what
+    the masks offer and what NPCs and bots aim by."""
+    return np.array([config.COMBAT_MELEE_REACH, config.COMBAT_RANGE_REACH, config.COMBAT_MAGE_REACH])
 
 
 def may_attack(config: Config, attacker_team: np.ndarray, target_team: np.ndarray) -> np.ndarray | bool:
@@ -77,6 +87,12 @@ def is_frozen(freeze_end: np.ndarray, tick: int) -> np.ndarray:
 def freeze_left(freeze_end: np.ndarray, tick: int) -> np.ndarray:
     """Ticks an entity stays frozen counting the coming one (the FREEZE observation column)."""
     return np.maximum(freeze_end - tick + 1, 0)
+
+
+def nobody_returns(config: Config) -> bool:
+    """Whether an episode whose agents are all dead is over: no respawns would bring any back (a
+    vector env then resets it at once rather than tick an empty world to the horizon)."""
+    return not (config.PLAYER_RESPAWN and config.PLAYER_SPAWN_ATTEMPTS)
 
 
 def team_spirit(rewards: np.ndarray, teams: np.ndarray, alpha: float) -> np.ndarray:

@@ -121,6 +121,7 @@ class Tiles:
     occupancy: np.ndarray
     water_adjacent: np.ndarray
     depleted: np.ndarray  # flat indices of harvested forests waiting to regrow, in harvest order
+    scratch: np.ndarray | None = field(default=None, repr=False)  # working space of the move system
 
     @classmethod
     def from_map(cls, material: np.ndarray, capacity: int = 2**15 - 1) -> Tiles:
@@ -139,6 +140,12 @@ class Tiles:
     @property
     def size(self) -> int:
         return self.material.shape[0]
+
+    @property
+    def cols(self) -> int:
+        """Row stride of the flat tile indices (the map side; the fused engine stacks worlds' maps
+        as rows of one tall grid, so there it differs from `size`)."""
+        return self.material.shape[1]
 
 
 @dataclass

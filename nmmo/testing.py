@@ -53,7 +53,7 @@ def check_state(state: State) -> None:
     _require(stuck.size == 0, f"live entities on unwalkable tiles at rows {stuck.tolist()[:5]}")
     _require(health[in_lava] == 0, "a live entity in lava with health left (lava kills)")
     standing = alive[~in_lava]
-    cells = ent.row[standing].astype(np.int64) * tiles.size + ent.col[standing]
+    cells = ent.row[standing].astype(np.int64) * tiles.cols + ent.col[standing]
     _require(np.unique(cells).size == cells.size, "two entities share a tile")
     _require(tiles.occupancy.ravel()[cells] == standing, "the occupancy grid does not point at an entity's tile")
     _require((tiles.occupancy >= 0).sum() == standing.size, "the occupancy grid holds entities that are not there")

@@ -30,6 +30,7 @@ from nmmo.metrics import METRICS
 from nmmo.obs import OBS_FIELDS
 from nmmo.obs import layout as obs_layout
 from nmmo.process import die_with_parent
+from nmmo.rules import nobody_returns
 
 STEP_FIELDS = {"reward": np.float32, "terminated": bool, "truncated": bool, "alive": bool, "agent_id": np.int64}
 METRIC_NAMES = METRICS  # the columns of `VecStep.episodes`
@@ -93,8 +94,36 @@ def env_spec(env: type | str | None) -> str | None:
     return f"{module}:{env.__qualname__}"
 
 
+ENGINES = ("fused", "loop")
+
+
+def resolve_engine(engine: str | None, env: type | str | None) -> str:
+    """The engine a vector env uses: "fused" (`nmmo.fused`, K worlds in one set of tables) unless
+    `env` names a custom env class, whose overrides (rewards, logs) only a loop of its own
+    instances can run; asking for "fused" with one is an error."""
+    import nmmo
+
+    if engine is not None and engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES} (or None: the fastest that fits), got {engine!r}")
+    custom = env is not None and load_env_class(env) is not nmmo.Env
+    if engine == "fused" and custom:
+        raise ValueError(f"engine='fused' runs nmmo.Env's own rules and rewards for all worlds at once; the env class "
+                         f"{env!r} may override them, so it needs engine='loop' (the default picks it)")
+    return engine or ("loop" if custom else "fused")
+
+
+def make_block(config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
+               env: type | str | None = None, engine: str = "fused"):
+    """The block of envs one process (or Ray actor) steps: a `FusedBlock` or an `EnvBlock`."""
+    if engine == "fused":
+        from nmmo.fused import FusedBlock
+
+        return FusedBlock(config, seeds, buffers, start_row, env)
+    return EnvBlock(config, seeds, buffers, start_row, env)
+
+
 class EnvBlock:
-    """A few envs stepped in order, writing into a slice of the shared buffers."""
+    """A few envs stepped in order, writing into a slice of the shared buffers (the "loop" engine)."""
 
     def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
                  env: type | str | None = None) -> None:
@@ -102,10 +131,15 @@ class EnvBlock:
         self.envs = [env_class(config, seed=s) for s in seeds]
         self.slots = config.PLAYER_N
         self.buffers, self.start = buffers, start_row
+        self.nobody_returns = nobody_returns(config)
 
     def episode_seeds(self) -> list[int]:
         """The seed each env's current episode started from (`Env.episode_seed`)."""
         return [int(env.episode_seed) for env in self.envs]
+
+    def ticks(self) -> list[int]:
+        """Each env's tick in its episode (0 right after a reset)."""
+        return [int(env.realm.state.tick) for env in self.envs]
 
     def restore(self, seeds: list[int], logs: list[list[np.ndarray]]) -> None:
         """Bring fresh envs to where lost ones were: each env resets with its episode's seed and
@@ -147,7 +181,8 @@ class EnvBlock:
             if out.episodes is not None:  # metric columns, then the row each lifetime was played in
                 rows_of = (rows.start + out.episode_slots).astype(np.float64)
                 episodes.append(np.stack([*(out.episodes[m] for m in METRIC_NAMES), rows_of], axis=1))
-            if env.done:  # auto-reset: the rows now hold the next episode's agents
+            if env.done or (self.nobody_returns and not out.alive.any()):  # auto-reset: the rows now hold the
+                #                                                               next episode's agents
                 env.reset()
                 self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]
                 self.buffers["agent_id"][rows] = env.realm.state.entities.id[: self.slots]
@@ -159,14 +194,15 @@ class EnvBlock:
 
 
 def _worker(config_toml: str, config_name: str, seeds: list[int], shm_name: str, rows: int, start_row: int,
-            actions_name: str, pipe, env: str | None, parent: int) -> None:  # pragma: no cover - a child process
+            actions_name: str, pipe, env: str | None, engine: str,
+            parent: int) -> None:  # pragma: no cover - a child process
     die_with_parent(parent)  # a killed trainer leaves no env workers behind
     config = config_module.from_toml(config_toml, config_name)
     shm = shared_memory.SharedMemory(name=shm_name)
     actions_shm = shared_memory.SharedMemory(name=actions_name)
     buffers = allocate_buffers(config, rows, shm)
     actions = np.ndarray((rows, 3), np.int64, buffer=actions_shm.buf)
-    block = EnvBlock(config, seeds, buffers, start_row, env)
+    block = make_block(config, seeds, buffers, start_row, env, engine)
     n = len(seeds) * config.PLAYER_N
     try:
         while True:
@@ -187,8 +223,8 @@ class _InProcess:
     """workers=0: the envs step in this process."""
 
     def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray],
-                 env: type | str | None) -> None:
-        self.block = EnvBlock(config, seeds, buffers, 0, env)
+                 env: type | str | None, engine: str) -> None:
+        self.block = make_block(config, seeds, buffers, 0, env, engine)
 
     def reset(self) -> None:
         self.block.reset()
@@ -203,7 +239,7 @@ class _InProcess:
 class _Processes:
     """Worker processes writing into shared memory; the parent owns and unlinks the segments."""
 
-    def __init__(self, config: Config, seeds: list[int], workers: int, env: str | None) -> None:
+    def __init__(self, config: Config, seeds: list[int], workers: int, env: str | None, engine: str) -> None:
         rows = len(seeds) * config.PLAYER_N
         nbytes = allocate_buffers(config, 1)["_bytes"] * rows + 4096
         self.shm = shared_memory.SharedMemory(create=True, size=int(nbytes))
@@ -216,7 +252,7 @@ class _Processes:
             parent, child = context.Pipe()
             proc = context.Process(target=_worker, daemon=True, args=(
                 config.to_toml(), config.name, [seeds[i] for i in part], self.shm.name, rows,
-                int(part[0]) * config.PLAYER_N, self.actions_shm.name, child, env, os.getpid()))
+                int(part[0]) * config.PLAYER_N, self.actions_shm.name, child, env, engine, os.getpid()))
             proc.start()
             self.procs.append(proc)
             self.pipes.append(parent)
@@ -261,14 +297,25 @@ class VectorEnv:
     `env` picks the env class, for example an `nmmo.Env` subclass that overrides ``reward`` (the
     custom-reward recipe): the class itself, or a ``pkg.module:Class`` / ``path/to/file.py:Class``
     string. Workers and Ray actors build their envs from the string, so a class defined in a
-    script's ``__main__`` only works with ``workers=0``; default: `nmmo.Env`."""
+    script's ``__main__`` only works with ``workers=0``; default: `nmmo.Env`.
+
+    `engine` says how each block of envs (all of them in this process, or each worker's or actor's
+    share) is stepped: ``"fused"`` holds the block's worlds in one set of tables and runs every
+    system once per tick for all of them (`nmmo.fused`; several times faster for small worlds,
+    identical results), ``"loop"`` steps one `Env` after another. The default, None, is
+    ``"fused"``, or ``"loop"`` when `env` names a custom env class (the fused engine runs
+    `nmmo.Env`'s own rules and rewards; ``engine="fused"`` with such a class is a ValueError).
+    Either way, an env whose agents are all dead with none to respawn resets at once, as one that
+    reaches its horizon does."""
 
     BACKENDS = ("process", "ray")
 
     def __init__(self, config: Config | str | None = None, num_envs: int = 4, seed: int = 0, workers: int = 0,
-                 backend: str = "process", ray_address: str | None = None, env: type | str | None = None) -> None:
+                 backend: str = "process", ray_address: str | None = None, env: type | str | None = None,
+                 engine: str | None = None) -> None:
         self.config = config_module.resolve(config).validate()
         load_env_class(env)  # fail here, naming the problem, rather than in a worker
+        self.engine = resolve_engine(engine, env)
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if workers < 0:
@@ -284,14 +331,15 @@ class VectorEnv:
 
             self.workers = min(max(workers, 1), num_envs)
             self.buffers = allocate_buffers(self.config, self.rows)
-            self._impl = RayBlocks(self.config, seeds, self.workers, self.buffers, ray_address, env_spec(env))
+            self._impl = RayBlocks(self.config, seeds, self.workers, self.buffers, ray_address, env_spec(env),
+                                   self.engine)
         elif workers == 0:
             self.workers = 0
             self.buffers = allocate_buffers(self.config, self.rows)
-            self._impl = _InProcess(self.config, seeds, self.buffers, env)
+            self._impl = _InProcess(self.config, seeds, self.buffers, env, self.engine)
         else:
             self.workers = min(workers, num_envs)
-            self._impl = _Processes(self.config, seeds, self.workers, env_spec(env))
+            self._impl = _Processes(self.config, seeds, self.workers, env_spec(env), self.engine)
             self.buffers = self._impl.buffers
 
     def _observations(self) -> dict[str, np.ndarray]:
@@ -304,7 +352,8 @@ class VectorEnv:
 
     def step(self, actions: np.ndarray) -> VecStep:
         """Step all envs with (rows, 3) int actions. Returned arrays are views that the next
-        step overwrites: copy what you keep."""
+        step overwrites: copy what you keep, and do not write into them (the fused engine checks
+        the next actions against the masks they hold)."""
         actions = np.asarray(actions)
         if actions.shape != (self.rows, 3):
             raise ValueError(f"actions must have shape ({self.rows}, 3), got {actions.shape}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmmo.enums import EntityAttr, NPCType, Style
+from nmmo.rules import DELTAS, chebyshev, reaches
 from scripted.core import Batch, Scripted, random_choice, safe_moves, to_actions
 from scripted.forage import Forage, ForageNoExplore
 
@@ -47,8 +48,8 @@ class Combat(Forage):
         n_obs = ent.shape[1]
         seen = ent[:, :, EntityAttr.ID] != 0
         seen[:, 0] = False
-        dist = np.maximum(np.abs(ent[:, :, EntityAttr.ROW] - me[:, None, EntityAttr.ROW]),
-                          np.abs(ent[:, :, EntityAttr.COL] - me[:, None, EntityAttr.COL]))
+        dist = chebyshev(ent[:, :, EntityAttr.ROW], ent[:, :, EntityAttr.COL],
+                         me[:, None, EntityAttr.ROW], me[:, None, EntityAttr.COL])
         my_level, my_health = me[:, None, EntityAttr.COMBAT_LEVEL], me[:, None, EntityAttr.HEALTH]
         their_level, their_health = ent[:, :, EntityAttr.COMBAT_LEVEL], ent[:, :, EntityAttr.HEALTH]
         # Weaker: a lower combat level, or the same level and clearly less health.
@@ -63,8 +64,7 @@ class Combat(Forage):
         threat = stronger & aggressive & (dist <= self.flee_radius)
 
         # Attack the nearest weaker entity in reach, with the style whose reach it falls in.
-        reach = np.array([self.config.COMBAT_MELEE_REACH, self.config.COMBAT_RANGE_REACH,
-                          self.config.COMBAT_MAGE_REACH])
+        reach = reaches(self.config)
         style = np.select([dist <= reach[Style.MELEE], dist <= reach[Style.RANGE], dist <= reach[Style.MAGE]],
                           [Style.MELEE, Style.RANGE, Style.MAGE], -1)
         allowed_style = np.take_along_axis(batch.style_mask, np.clip(style, 0, 2), axis=1) & (style >= 0)
@@ -101,9 +101,8 @@ class CombatNoExplore(Combat):
 def _closest_move(batch: Batch, target_rows: np.ndarray, allowed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The allowed move that ends nearest (L1) to each agent's target entity."""
     me = batch.me
-    deltas = np.array([[-1, 0], [1, 0], [0, 1], [0, -1], [0, 0]])
-    nr = me[:, EntityAttr.ROW][:, None] + deltas[:, 0]
-    nc = me[:, EntityAttr.COL][:, None] + deltas[:, 1]
+    nr = me[:, EntityAttr.ROW][:, None] + DELTAS[:, 0]
+    nc = me[:, EntityAttr.COL][:, None] + DELTAS[:, 1]
     gap = np.abs(nr - target_rows[:, None, EntityAttr.ROW]) + np.abs(nc - target_rows[:, None, EntityAttr.COL])
     gap = gap + rng.random(gap.shape) * 0.1
     return np.argmin(np.where(allowed, gap, np.inf), axis=1)

@@ -15,12 +15,9 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import Direction, Material, TileAttr
+from nmmo.rules import STEPS
 
-WALKABLE = np.zeros(len(Material), dtype=bool)
-WALKABLE[[Material.GRASS, Material.SCRUB, Material.FOREST]] = True
 UNREACHED = np.int16(-1)
-# (drow, dcol) per direction N, S, E, W
-DIRECTION_DELTAS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])
 
 
 @dataclass
@@ -144,14 +141,14 @@ def step_towards(dist: np.ndarray, goal_flat: np.ndarray, has_goal: np.ndarray) 
         if not walking.any():
             break
         # step to a neighbour one closer to the centre (first such direction)
-        nb_r = cur_r[:, None] + 1 + DIRECTION_DELTAS[:, 0]
-        nb = padded[idx[:, None], nb_r, cur_c[:, None] + 1 + DIRECTION_DELTAS[:, 1]]
+        nb_r = cur_r[:, None] + 1 + STEPS[:, 0]
+        nb = padded[idx[:, None], nb_r, cur_c[:, None] + 1 + STEPS[:, 1]]
         choice = np.argmax(nb == (d - 1)[:, None], axis=1)
-        cur_r = np.where(walking, cur_r + DIRECTION_DELTAS[choice, 0], cur_r)
-        cur_c = np.where(walking, cur_c + DIRECTION_DELTAS[choice, 1], cur_c)
+        cur_r = np.where(walking, cur_r + STEPS[choice, 0], cur_r)
+        cur_c = np.where(walking, cur_c + STEPS[choice, 1], cur_c)
         d = np.where(walking, d - 1, d)
     dr, dc = cur_r - r, cur_c - r
-    for direction, (ddr, ddc) in enumerate(DIRECTION_DELTAS):
+    for direction, (ddr, ddc) in enumerate(STEPS):
         moves[active & (dr == ddr) & (dc == ddc)] = direction
     return moves
 
@@ -159,7 +156,7 @@ def step_towards(dist: np.ndarray, goal_flat: np.ndarray, has_goal: np.ndarray) 
 def safe_moves(batch: Batch) -> np.ndarray:
     """(n, 5) moves that are legal and do not enter lava (stay is always safe)."""
     r = batch.radius
-    neighbour = batch.material[:, r + DIRECTION_DELTAS[:, 0], r + DIRECTION_DELTAS[:, 1]]
+    neighbour = batch.material[:, r + STEPS[:, 0], r + STEPS[:, 1]]
     safe = batch.move_mask.copy()
     safe[:, :4] &= neighbour != Material.LAVA
     safe[:, Direction.STAY] = True

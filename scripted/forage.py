@@ -33,7 +33,8 @@ from __future__ import annotations
 import numpy as np
 
 from nmmo.enums import Direction, EntityAttr, Material
-from scripted.core import DIRECTION_DELTAS, WALKABLE, Batch, step_towards, to_actions, walk_distances
+from nmmo.rules import DELTAS, STEPS, WALKABLE, chebyshev
+from scripted.core import Batch, step_towards, to_actions, walk_distances
 from scripted.memory import distance_field
 from scripted.plan import FAR, AgentBook, Plan, Planner
 
@@ -109,13 +110,13 @@ class Forage(Planner):
         # Stepping on a forest eats it, and a forest grows back only after about 40 ticks: a fed
         # agent keeps off forests unless going to eat (a tie-breaker: less than a step's worth).
         r = batch.radius
-        forest = batch.material[:, r + DIRECTION_DELTAS[:, 0], r + DIRECTION_DELTAS[:, 1]] == Material.FOREST
+        forest = batch.material[:, r + STEPS[:, 0], r + STEPS[:, 1]] == Material.FOREST
         fed = (goal != FOOD) & (2 * p.food > self.book.cap[p.ids, 0])
         values[:, :4] += np.where(forest & fed[:, None], 0.6, 0.0)
         moves = self._downhill(values, p.allowed)
         fleeing = np.flatnonzero(p.in_zone | (self.flee_attackers & self._hit_by_visible(batch)))
         if fleeing.size and p.threat_row.size:
-            cheb = np.maximum(np.abs(p.row[fleeing, None] - p.threat_row), np.abs(p.col[fleeing, None] - p.threat_col))
+            cheb = chebyshev(p.row[fleeing, None], p.col[fleeing, None], p.threat_row, p.threat_col)
             nearest = np.argmin(cheb, axis=1)
             moves[fleeing] = self.flee(batch, fleeing, p.threat_row[nearest], p.threat_col[nearest],
                                        p.allowed[fleeing], self._flight_values(p, fleeing, goal))
@@ -240,9 +241,8 @@ class Forage(Planner):
         up to `hostile_berth` + 1; among those, the one best for its errand (`values`), then the
         one farthest in L1."""
         me = batch.me[agents].astype(np.int64)
-        options = np.concatenate([DIRECTION_DELTAS, [[0, 0]]])
-        dr = np.abs(me[:, EntityAttr.ROW, None] + options[:, 0] - threat_row[:, None])
-        dc = np.abs(me[:, EntityAttr.COL, None] + options[:, 1] - threat_col[:, None])
+        dr = np.abs(me[:, EntityAttr.ROW, None] + DELTAS[:, 0] - threat_row[:, None])
+        dc = np.abs(me[:, EntityAttr.COL, None] + DELTAS[:, 1] - threat_col[:, None])
         away = np.minimum(np.maximum(dr, dc), self.hostile_berth + 1)
         errand = np.zeros(dr.shape) if values is None else np.minimum(values, NOWHERE) / NOWHERE
         gap = 4.0 * away - errand + 0.1 * (dr + dc) + self.rng.random(dr.shape) * 0.05

@@ -24,6 +24,7 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import Material
+from nmmo.rules import danger
 from scripted.core import Batch
 
 UNKNOWN = -1
@@ -235,15 +236,12 @@ def closed_border(open_: np.ndarray, size: int) -> np.ndarray:
 
 
 def outer_band(config: Config, max_danger: float) -> np.ndarray:
-    """Flat bool: playable tiles whose danger (2 x distance to the nearest playable edge / side,
-    0 at the edge, about 1 at the centre; the game's published rule) is below `max_danger`.
+    """Flat bool: playable tiles whose danger (`nmmo.rules.danger`: 2 x distance to the nearest
+    playable edge / side, 0 at the edge, about 1 at the centre) is below `max_danger`.
     NPCs there spawn passive (below 0.5) or neutral (below 0.8); hostile ones spawn inside."""
-    size, low = config.MAP_SIZE, config.MAP_BORDER
-    high = low + config.MAP_CENTER - 1
-    idx = np.arange(size)
-    edge_r = np.minimum(idx - low, high - idx)
-    edge = np.minimum(edge_r[:, None], edge_r[None, :])
-    return ((edge >= 0) & (2.0 * edge / config.MAP_CENTER < max_danger)).ravel()
+    index = np.arange(config.MAP_SIZE)
+    level = danger(config, index[:, None], index[None, :])  # negative outside the playable square
+    return ((level >= 0) & (level < max_danger)).ravel()
 
 
 class AgentBook:

@@ -26,7 +26,8 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import EntityAttr, Material, NPCType
-from scripted.core import DIRECTION_DELTAS, Batch, Scripted
+from nmmo.rules import STEPS
+from scripted.core import Batch, Scripted
 from scripted.memory import (
     FAR,
     UNKNOWN,
@@ -92,7 +93,7 @@ class Planner(Scripted):
         self.book = AgentBook()
         self.band = outer_band(config, self.safe_danger)
         self.playable = outer_band(config, 2.0).reshape(self.size, self.size)
-        self.offsets = DIRECTION_DELTAS[:, 0] * self.size + DIRECTION_DELTAS[:, 1]
+        self.offsets = STEPS[:, 0].astype(np.int64) * self.size + STEPS[:, 1]
         self.allowed: np.ndarray | None = None  # (n, 5) safe moves of the last batch
 
     def reset(self, seed: int | None = None) -> None:
@@ -113,7 +114,7 @@ class Planner(Scripted):
         food, water = me[:, EntityAttr.FOOD], me[:, EntityAttr.WATER]
         book.see(p.ids, p.row, p.col, food, water)
         p.on_forest = batch.material[:, r, r] == Material.FOREST
-        p.at_water = (batch.material[:, r + DIRECTION_DELTAS[:, 0], r + DIRECTION_DELTAS[:, 1]]
+        p.at_water = (batch.material[:, r + STEPS[:, 0], r + STEPS[:, 1]]
                       == Material.WATER).any(axis=1)
         p.health = me[:, EntityAttr.HEALTH]
         p.food = np.where(p.on_forest, book.cap[p.ids, 0], food)
@@ -222,7 +223,7 @@ class Planner(Scripted):
         """(n, 5) moves that are legal, never onto lava, and (unless already there) not into the
         hostile zone; staying is always allowed."""
         r = batch.radius
-        neighbour = batch.material[:, r + DIRECTION_DELTAS[:, 0], r + DIRECTION_DELTAS[:, 1]]
+        neighbour = batch.material[:, r + STEPS[:, 0], r + STEPS[:, 1]]
         allowed = batch.move_mask.copy()
         allowed[:, :4] &= neighbour != Material.LAVA
         allowed[:, :4] &= ~zone[here[:, None] + self.offsets] | in_zone[:, None]

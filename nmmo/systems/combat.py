@@ -17,18 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nmmo import draws
 from nmmo.config import Config
 from nmmo.enums import Skill, Style
-from nmmo.rules import chebyshev, may_attack
+from nmmo.rules import chebyshev, may_attack, reaches
 from nmmo.state import State
 from nmmo.systems.progression import add_xp
 
 STYLE_SKILL = np.array([Skill.MELEE, Skill.RANGE, Skill.MAGE])
-
-
-def reaches(config: Config) -> np.ndarray:
-    """Reach per style, indexed by `Style`."""
-    return np.array([config.COMBAT_MELEE_REACH, config.COMBAT_RANGE_REACH, config.COMBAT_MAGE_REACH])
+# Plain ints: an IntEnum operand makes every ufunc look up __array_ufunc__ through the enum's slow getattr.
+_STYLES = tuple(int(style) for style in Style)
+_MAGE = int(Style.MAGE)
 
 
 def hit_damage(config: Config, style: np.ndarray, level: np.ndarray) -> np.ndarray:
@@ -94,7 +93,7 @@ def resolve(state: State, config: Config, styles: np.ndarray, targets: np.ndarra
     attack_level = ent.level[a, skill]
     armour = ent.armour[t].mean(axis=1)
     defense = ent.level[t, Skill.DEFENSE] + armour
-    roll = rng.integers(1, 21, size=a.size)
+    roll = draws.integers(rng, a, 1, 21)
     hit = (roll >= hit_threshold(config, attack_level, ent.level[t, skill], defense)) | (roll == 20)
     absorbed = np.floor(armour / config.COMBAT_ARMOUR_ABSORB_DIVISOR).astype(np.int32)
     damage = np.where(hit, np.maximum(1, hit_damage(config, s, attack_level) - absorbed), config.COMBAT_MISS_DAMAGE)
@@ -134,7 +133,7 @@ def _freeze(state: State, config: Config, a, s, t, hit) -> None:
     ent, ticks = state.entities, config.COMBAT_FREEZE_TICKS
     if ticks <= 0:
         return
-    frozen = t[hit & (s == Style.MAGE)]
+    frozen = t[hit & (s == _MAGE)]
     can_freeze = state.tick > ent.freeze_end[frozen] + ticks  # not frozen within the last `ticks` ticks
     ent.freeze_end[frozen[can_freeze]] = state.tick + ticks - 1
 
@@ -164,7 +163,7 @@ def _combat_xp(state: State, config: Config, a, s, credited, hit_rows, applied) 
     by_player = a < n_players
     pa, ps, pd = a[by_player], s[by_player], credited[by_player].astype(np.int64)
     add_xp(ent, pa, Skill.CONSTITUTION, config.PROGRESSION_DEALT_CONSTITUTION_XP * pd, level_max)
-    for style in Style:
+    for style in _STYLES:
         mine = ps == style
         add_xp(ent, pa[mine], STYLE_SKILL[style], config.PROGRESSION_DEALT_STYLE_XP * pd[mine], level_max)
     survived = (hit_rows < n_players) & (ent.health[hit_rows] > 0)

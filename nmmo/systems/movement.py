@@ -14,24 +14,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmmo import draws
 from nmmo.config import Config
 from nmmo.enums import Direction, Material
 from nmmo.rules import DELTAS, WALKABLE, is_frozen
+
+_STAY, _LAVA = int(Direction.STAY), int(Material.LAVA)  # plain ints: IntEnum operands slow ufuncs down
 
 
 def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Move entities; `directions` is per entity row (STAY for none). Returns rows that entered lava."""
     ent, tiles = state.entities, state.tiles
     frozen = is_frozen(ent.freeze_end, state.tick)
-    movers = np.flatnonzero(ent.alive & (ent.health > 0) & (directions != Direction.STAY) & ~frozen)
-    priority = rng.random(ent.capacity)
+    movers = np.flatnonzero(ent.alive & (ent.health > 0) & (directions != _STAY) & ~frozen)
+    priority = draws.uniform_all(rng, ent.capacity)
     if movers.size == 0:
         return movers
     d = directions[movers]
     dest_r = ent.row[movers] + DELTAS[d, 0]
     dest_c = ent.col[movers] + DELTAS[d, 1]
     material = tiles.material[dest_r, dest_c]
-    into_lava = (material == Material.LAVA) & (not config.IMMORTAL)
+    into_lava = (material == _LAVA) & (not config.IMMORTAL)
     walk = WALKABLE[material] & ~into_lava
 
     lava = movers[into_lava]
@@ -41,17 +44,14 @@ def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Genera
         ent.health[lava] = 0
 
     pending, pr, pc = movers[walk], dest_r[walk], dest_c[walk]
-    size = tiles.size
+    size = tiles.cols
     while pending.size:
         free = tiles.occupancy[pr, pc] < 0
         if not free.any():
             break
         claimants, cr, cc = pending[free], pr[free], pc[free]
         flat = cr.astype(np.int64) * size + cc
-        order = np.lexsort((-priority[claimants], flat))
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = flat[order][1:] != flat[order][:-1]
-        winners = order[first]
+        winners = _winners(tiles, claimants, flat, priority)
         w = claimants[winners]
         tiles.occupancy[ent.row[w], ent.col[w]] = -1
         ent.row[w], ent.col[w] = cr[winners], cc[winners]
@@ -59,6 +59,26 @@ def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Genera
         waiting = ~free  # everyone who claimed a free tile either moved or lost it for good
         pending, pr, pc = pending[waiting], pr[waiting], pc[waiting]
     return lava
+
+
+def _winners(tiles, claimants: np.ndarray, flat: np.ndarray, priority: np.ndarray) -> np.ndarray:
+    """Index (into `claimants`) of the highest-priority claimant of each claimed tile (`flat`).
+    Most tiles have one claimant: a scatter into a scratch grid finds the contested ones, and
+    only their claimants are sorted (stable, so ties go to the earlier claimant, as one sort of
+    all of them would)."""
+    if tiles.scratch is None or tiles.scratch.size != tiles.occupancy.size:
+        tiles.scratch = np.empty(tiles.occupancy.size, dtype=np.int64)
+    scratch, index = tiles.scratch, np.arange(flat.size)
+    scratch[flat] = index  # one claimant per tile is recorded (which one does not matter)
+    scratch[flat[scratch[flat] != index]] = -1  # tiles where another claimant was not recorded
+    contested = scratch[flat] == -1
+    if not contested.any():
+        return index
+    rival = np.flatnonzero(contested)
+    order = rival[np.lexsort((-priority[claimants[rival]], flat[rival]))]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = flat[order][1:] != flat[order][:-1]
+    return np.concatenate([index[~contested], order[first]])
 
 
 def reference_resolve(state, config: Config, directions: np.ndarray, rng: np.random.Generator) -> np.ndarray:

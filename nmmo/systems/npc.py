@@ -15,11 +15,11 @@ import functools
 
 import numpy as np
 
+from nmmo import draws
 from nmmo.config import Config
 from nmmo.enums import Direction, NPCType
-from nmmo.rules import DELTAS, WALKABLE, chebyshev
+from nmmo.rules import STEPS, WALKABLE, chebyshev, reaches
 from nmmo.state import State
-from nmmo.systems.combat import reaches
 
 
 def _chebyshev(ent, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -31,7 +31,7 @@ def window_offsets(radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dr, dc, chebyshev distance) of a (2r+1)^2 window, sorted by distance then row-major."""
     dr, dc = np.meshgrid(np.arange(-radius, radius + 1), np.arange(-radius, radius + 1), indexing="ij")
     dr, dc = dr.ravel(), dc.ravel()
-    dist = np.maximum(np.abs(dr), np.abs(dc))
+    dist = chebyshev(dr, dc, 0, 0)
     order = np.argsort(dist, kind="stable")
     out = dr[order].astype(np.int32), dc[order].astype(np.int32), dist[order].astype(np.int32)
     for array in out:
@@ -40,6 +40,9 @@ def window_offsets(radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 NO_ACTIONS = (np.zeros(0, dtype=np.int64),) * 4
+# Plain ints: an IntEnum operand makes every ufunc look up __array_ufunc__ through the enum's slow getattr.
+_PASSIVE, _NEUTRAL, _HOSTILE = int(NPCType.PASSIVE), int(NPCType.NEUTRAL), int(NPCType.HOSTILE)
+_STAY = int(Direction.STAY)
 
 
 def decide(state: State, config: Config, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
@@ -67,16 +70,16 @@ def decide(state: State, config: Config, rng: np.random.Generator) -> tuple[np.n
     was_hit = (
         (ent.damage_taken[rows] > 0) & (hitter >= 0) & ent.alive[safe] & (ent.id[safe] == ent.attacker_id[rows])
     )
-    flee = rows[was_hit & (kind == NPCType.PASSIVE)]
+    flee = rows[was_hit & (kind == _PASSIVE)]
     ent.flee_ticks[flee] = config.NPC_FLEE_TICKS
     ent.flee_row[flee] = ent.row[ent.attacker_row[flee]]
     ent.flee_col[flee] = ent.col[ent.attacker_row[flee]]
     near = _chebyshev(ent, rows, safe) <= vision
-    retaliate = was_hit & near & ((kind == NPCType.NEUTRAL) | ((kind == NPCType.HOSTILE) & ~keep))
+    retaliate = was_hit & near & ((kind == _NEUTRAL) | ((kind == _HOSTILE) & ~keep))
     ent.target[rows[retaliate]] = hitter[retaliate]
 
     # Hostiles without a target take the nearest entity in vision.
-    seeking = rows[(kind == NPCType.HOSTILE) & (ent.target[rows] < 0)]
+    seeking = rows[(kind == _HOSTILE) & (ent.target[rows] < 0)]
     if seeking.size:
         dr, dc, _ = window_offsets(vision)
         occ = tiles.occupancy[ent.row[seeking][:, None] + dr[1:], ent.col[seeking][:, None] + dc[1:]]
@@ -96,10 +99,10 @@ def decide(state: State, config: Config, rng: np.random.Generator) -> tuple[np.n
     styles = np.where(in_reach, style, -1).astype(np.int64)
     targets = np.where(in_reach, t, -1).astype(np.int64)
 
-    jitter = rng.random((rows.size, 4)) * 0.5
-    dest_r = ent.row[rows][:, None] + DELTAS[:4, 0]
-    dest_c = ent.col[rows][:, None] + DELTAS[:4, 1]
-    dest = dest_r.astype(np.int64) * tiles.size + dest_c
+    jitter = draws.uniform(rng, rows, 4) * 0.5
+    dest_r = ent.row[rows][:, None] + STEPS[:, 0]
+    dest_c = ent.col[rows][:, None] + STEPS[:, 1]
+    dest = dest_r.astype(np.int64) * tiles.cols + dest_c
     enterable = WALKABLE[tiles.material.ravel().take(dest)] & (tiles.occupancy.ravel().take(dest) < 0)
 
     fleeing = ~hunting & (ent.flee_ticks[rows] > 0)
@@ -115,7 +118,7 @@ def decide(state: State, config: Config, rng: np.random.Generator) -> tuple[np.n
     score = np.where(enterable, score, np.inf)
     best = np.argmin(score, axis=1)
     can_move = np.isfinite(score[np.arange(rows.size), best])
-    directions = np.where(can_move & ~in_reach, best, Direction.STAY).astype(np.int64)
+    directions = np.where(can_move & ~in_reach, best, _STAY).astype(np.int64)
     ent.flee_ticks[rows[fleeing]] -= 1
     return rows, directions, styles, targets
 
@@ -145,5 +148,5 @@ def _path_steps(state: State, rows: np.ndarray, targets: np.ndarray, radius: int
             break
         inner[...] = relaxed
     centre = radius + 1  # the NPC's cell in padded coordinates
-    neighbours = DELTAS[:4]
+    neighbours = STEPS
     return dist[:, centre + neighbours[:, 0], centre + neighbours[:, 1]]

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmmo import draws
 from nmmo.config import Config
 from nmmo.enums import Material, Skill
 from nmmo.state import State
 from nmmo.systems.progression import add_xp
+
+_FOREST = int(Material.FOREST)  # a plain int: IntEnum operands slow ufuncs down
 
 
 def update(state: State, config: Config) -> None:
@@ -38,7 +41,7 @@ def _update_players(state: State, config: Config, players: np.ndarray) -> None:
     water = np.maximum(ent.water[players] - config.RESOURCE_WATER_DECAY, 0)
 
     rows, cols = ent.row[players], ent.col[players]
-    on_forest = tiles.material[rows, cols] == Material.FOREST
+    on_forest = tiles.material[rows, cols] == _FOREST
     food = np.where(on_forest, food_cap, food)
     next_to_water = tiles.water_adjacent[rows, cols]
     water = np.where(next_to_water, water_cap, water)
@@ -46,7 +49,7 @@ def _update_players(state: State, config: Config, players: np.ndarray) -> None:
     harvested = players[on_forest]
     if harvested.size:
         tiles.material[ent.row[harvested], ent.col[harvested]] = Material.SCRUB
-        flat = ent.row[harvested].astype(np.int64) * tiles.size + ent.col[harvested]
+        flat = ent.row[harvested].astype(np.int64) * tiles.cols + ent.col[harvested]
         tiles.depleted = np.concatenate([tiles.depleted, flat])
     if config.has("Progression"):
         scale = config.PROGRESSION_HARVEST_XP_SCALE
@@ -79,7 +82,7 @@ def regrow_forests(state: State, config: Config, rng: np.random.Generator) -> No
     tiles = state.tiles
     if not config.has("Resource") or tiles.depleted.size == 0:
         return
-    regrows = rng.random(tiles.depleted.size) < config.RESOURCE_FOREST_REGROW_PROB
+    regrows = draws.uniform_tiles(rng, tiles.depleted) < config.RESOURCE_FOREST_REGROW_PROB
     if regrows.any():
         tiles.material.ravel()[tiles.depleted[regrows]] = Material.FOREST
         tiles.depleted = tiles.depleted[~regrows]

@@ -24,6 +24,9 @@ from nmmo.state import NO_TICK, State
 from nmmo.systems.progression import xp_table
 from nmmo.world import ring_tiles
 
+_NO_TILES = np.zeros((0, 2), dtype=np.int64)
+_NO_TILES.setflags(write=False)
+
 
 def spawn_ring(config: Config) -> np.ndarray:
     low = config.MAP_BORDER
@@ -31,8 +34,11 @@ def spawn_ring(config: Config) -> np.ndarray:
 
 
 def _reset_row(state: State, rows: np.ndarray, born: int) -> None:
+    _reset_entity_rows(state.entities, rows, born)
+
+
+def _reset_entity_rows(ent, rows: np.ndarray, born) -> None:
     """Clear per-life columns of rows that are about to hold a new entity."""
-    ent = state.entities
     ent.freeze_end[rows] = NO_TICK
     ent.attacker_id[rows] = 0
     ent.attacker_row[rows] = -1
@@ -58,22 +64,28 @@ def _place(state: State, rows: np.ndarray, tiles_rc: np.ndarray) -> None:
 
 
 def _init_players(state: State, config: Config, slots: np.ndarray, born: int) -> None:
-    ent = state.entities
-    _reset_row(state, slots, born)
-    ent.id[slots] = np.arange(state.next_player_id, state.next_player_id + slots.size)
+    ids = np.arange(state.next_player_id, state.next_player_id + slots.size)
     state.next_player_id += slots.size
+    init_players(state.entities, config, slots, slots, ids, born)
+
+
+def init_players(ent, config: Config, rows: np.ndarray, slots: np.ndarray, ids: np.ndarray, born) -> None:
+    """Write new players into entity `rows`: `slots` are their agent slots in their world (teams are
+    contiguous blocks of slots), `ids` their agent ids, `born` their first tick."""
+    _reset_entity_rows(ent, rows, born)
+    ent.id[rows] = ids
     base = config.PROGRESSION_BASE_LEVEL if config.has("Progression") else 1
     resource_base = config.PROGRESSION_RESOURCE_BASE_LEVEL if config.has("Progression") else 10
     levels = np.full(len(Skill), base, dtype=np.int32)
     levels[[Skill.CONSTITUTION, Skill.HUNTING, Skill.FISHING]] = resource_base
     table = xp_table(config.PROGRESSION_LEVEL_MAX if config.has("Progression") else 99)
-    ent.level[slots] = levels
-    ent.xp[slots] = table[levels]
-    ent.health[slots] = resource_base
-    ent.food[slots] = resource_base
-    ent.water[slots] = resource_base
-    ent.team[slots] = slots // config.PLAYER_TEAM_SIZE
-    ent.npc_type[slots] = NPCType.PLAYER
+    ent.level[rows] = levels
+    ent.xp[rows] = table[levels]
+    ent.health[rows] = resource_base
+    ent.food[rows] = resource_base
+    ent.water[rows] = resource_base
+    ent.team[rows] = slots // config.PLAYER_TEAM_SIZE
+    ent.npc_type[rows] = NPCType.PLAYER
 
 
 def spawn_initial_players(state: State, config: Config, rng: np.random.Generator) -> None:
@@ -142,22 +154,30 @@ def respawn_players(state: State, config: Config, rng: np.random.Generator) -> n
     ent = state.entities
     if not config.PLAYER_RESPAWN or config.PLAYER_SPAWN_ATTEMPTS == 0:
         return np.zeros(0, dtype=np.int64)
-    free_slots = np.flatnonzero(~ent.alive[: ent.n_players])
+    slots, chosen = choose_respawns(config, rng, ent.alive[: ent.n_players], state.tiles.material,
+                                    state.tiles.occupancy)
+    if slots.size:
+        _place(state, slots, chosen)
+        _init_players(state, config, slots, born=state.tick + 1)
+    return slots
+
+
+def choose_respawns(config: Config, rng: np.random.Generator, alive: np.ndarray, material: np.ndarray,
+                    occupancy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, ring tiles) of this tick's respawns in one world, given its players' `alive` flags
+    and its tile grids: the draws `respawn_players` makes, and nothing else."""
+    free_slots = np.flatnonzero(~alive)
     if free_slots.size == 0:
-        return free_slots
+        return free_slots, _NO_TILES
     if free_slots.size > config.PLAYER_SPAWN_ATTEMPTS:
         free_slots = rng.choice(free_slots, size=config.PLAYER_SPAWN_ATTEMPTS, replace=False)
     ring = spawn_ring(config)
-    open_tiles = ring[(state.tiles.occupancy[ring[:, 0], ring[:, 1]] < 0) & WALKABLE[
-        state.tiles.material[ring[:, 0], ring[:, 1]]]]
+    open_tiles = ring[(occupancy[ring[:, 0], ring[:, 1]] < 0) & WALKABLE[material[ring[:, 0], ring[:, 1]]]]
     count = min(free_slots.size, len(open_tiles))
     if count == 0:
-        return free_slots[:0]
+        return free_slots[:0], _NO_TILES
     chosen = open_tiles[rng.choice(len(open_tiles), size=count, replace=False)]
-    slots = free_slots[:count]
-    _place(state, slots, chosen)
-    _init_players(state, config, slots, born=state.tick + 1)
-    return slots
+    return free_slots[:count], chosen
 
 
 def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts: int,
@@ -168,16 +188,7 @@ def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts:
     if not config.has("NPC") or attempts <= 0:
         return np.zeros(0, dtype=np.int64)
     free = ent.n_players + np.flatnonzero(~ent.alive[ent.n_players :])
-    if free.size == 0:
-        return free
-    low = config.MAP_BORDER
-    rc = rng.integers(low, low + config.MAP_CENTER, size=(attempts, 2))
-    ok = WALKABLE[tiles.material[rc[:, 0], rc[:, 1]]] & (tiles.occupancy[rc[:, 0], rc[:, 1]] < 0)
-    flat = rc[:, 0] * tiles.size + rc[:, 1]
-    _, first = np.unique(flat, return_index=True)
-    unique = np.zeros(attempts, dtype=bool)
-    unique[first] = True
-    rc = rc[ok & unique][: free.size]
+    rc = choose_npc_tiles(config, rng, tiles.material, tiles.occupancy, free.size, attempts)
     rows = free[: len(rc)]
     if rows.size == 0:
         return rows
@@ -187,31 +198,63 @@ def spawn_npcs(state: State, config: Config, rng: np.random.Generator, attempts:
     return rows
 
 
+def choose_npc_tiles(config: Config, rng: np.random.Generator, material: np.ndarray, occupancy: np.ndarray,
+                     n_free: int, attempts: int) -> np.ndarray:
+    """Tiles (row, col) for up to `n_free` new NPCs in one world: `attempts` random tiles, the
+    walkable, empty and distinct ones kept in draw order (nothing is drawn when no slot is free)."""
+    if n_free == 0:
+        return _NO_TILES
+    low = config.MAP_BORDER
+    rc = rng.integers(low, low + config.MAP_CENTER, size=(attempts, 2))
+    ok = WALKABLE[material[rc[:, 0], rc[:, 1]]] & (occupancy[rc[:, 0], rc[:, 1]] < 0)
+    flat = rc[:, 0] * material.shape[1] + rc[:, 1]
+    _, first = np.unique(flat, return_index=True)
+    unique = np.zeros(attempts, dtype=bool)
+    unique[first] = True
+    return rc[ok & unique][:n_free]
+
+
 def _init_npcs(state: State, config: Config, rows: np.ndarray, rng: np.random.Generator) -> None:
-    ent = state.entities
     n = rows.size
-    ent.id[rows] = np.arange(state.next_npc_id, state.next_npc_id - n, -1)
+    ids = np.arange(state.next_npc_id, state.next_npc_id - n, -1)
     state.next_npc_id -= n
-    d = danger(config, ent.row[rows], ent.col[rows])
+    ent = state.entities
+    init_npcs(ent, rows, ids, npc_stats(config, rng, ent.row[rows], ent.col[rows]))
+
+
+def npc_stats(config: Config, rng: np.random.Generator, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(kind, levels, style, armour) of new NPCs on tiles (rows, cols) of one world, drawn in the
+    order a lone world draws them: the kind and level base follow the tile's danger."""
+    n = rows.size
+    d = danger(config, rows, cols)
     kind = np.full(n, NPCType.PASSIVE, dtype=np.int8)
     kind[d >= config.NPC_NEUTRAL_DANGER] = NPCType.NEUTRAL
     kind[d >= config.NPC_HOSTILE_DANGER] = NPCType.HOSTILE
-    ent.npc_type[rows] = kind
     low, high, spread = config.NPC_LEVEL_MIN, config.NPC_LEVEL_MAX, config.NPC_LEVEL_SPREAD
     base = np.rint(d * (high - low) + low).astype(np.int32)
-    skills = [Skill.CONSTITUTION, Skill.DEFENSE, Skill.MELEE, Skill.RANGE, Skill.MAGE]
-    ent.level[rows] = 1
-    for skill in skills:
-        ent.level[rows, skill] = np.clip(base + rng.integers(-spread, spread + 1, size=n), low, high)
+    level = np.ones((n, len(Skill)), dtype=np.int32)
+    for skill in (Skill.CONSTITUTION, Skill.DEFENSE, Skill.MELEE, Skill.RANGE, Skill.MAGE):
+        level[:, skill] = np.clip(base + rng.integers(-spread, spread + 1, size=n), low, high)
+    style = rng.integers(0, 3, size=n)
+    defense = level[:, Skill.DEFENSE]
+    pieces = rng.normal(defense[:, None] + config.NPC_ARMOUR_OFFSET, config.NPC_ARMOUR_STD, size=(n, 2))
+    armour = np.clip(np.rint(pieces), 0, defense[:, None]).astype(np.int32)
+    return kind, level, style, armour
+
+
+def init_npcs(ent, rows: np.ndarray, ids: np.ndarray, stats: tuple[np.ndarray, ...]) -> None:
+    """Write new NPCs (`npc_stats`) into entity `rows` with the given (negative) ids."""
+    kind, level, style, armour = stats
+    ent.id[rows] = ids
+    ent.npc_type[rows] = kind
+    ent.level[rows] = level
     ent.xp[rows] = 0
-    ent.health[rows] = ent.level[rows, Skill.CONSTITUTION]
+    ent.health[rows] = level[:, Skill.CONSTITUTION]
     ent.food[rows] = 0
     ent.water[rows] = 0
     ent.team[rows] = -1
-    ent.style[rows] = rng.integers(0, 3, size=n)
-    defense = ent.level[rows, Skill.DEFENSE]
-    pieces = rng.normal(defense[:, None] + config.NPC_ARMOUR_OFFSET, config.NPC_ARMOUR_STD, size=(n, 2))
-    ent.armour[rows] = np.clip(np.rint(pieces), 0, defense[:, None]).astype(np.int32)
+    ent.style[rows] = style
+    ent.armour[rows] = armour
 
 
 def remove_dead(state: State) -> np.ndarray:
