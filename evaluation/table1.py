@@ -40,11 +40,15 @@ CAPS = (8, 32, 128, 256)
 #: MAP_GRASS_THRESHOLD values whose held-out small maps hold about 12 % (the default 0.70), 16 %
 #: (what nmmo 2.1.1's generator gives), 20 % and 27 % forest; the command prints what it measured.
 FOREST_THRESHOLDS = (0.70, 0.672, 0.645, 0.60)
-#: The paper's Table 1 (small maps), for the plot and the docs: {bot: {metric: value}}.
+#: The paper's Table 1 (small maps, every column as printed there), for the plot and the docs:
+#: {bot: {metric: value}}.
 PAPER = {
-    "scripted:Forage": {"lifetime": 252.4, "achievement": 7.56, "explore": 37.1, "forage": 26.2},
-    "scripted:Combat": {"lifetime": 76.5, "player_kills": 0.69, "equipment": 0.11, "explore": 14.8},
-    "scripted:Meander": {"lifetime": 28.6, "explore": 4.5},
+    "scripted:Forage": {"lifetime": 252.38, "achievement": 7.56, "player_kills": 0.0, "equipment": 0.0,
+                        "explore": 37.07, "forage": 26.18},
+    "scripted:Combat": {"lifetime": 76.52, "achievement": 3.45, "player_kills": 0.69, "equipment": 0.11,
+                        "explore": 14.81, "forage": 16.15},
+    "scripted:Meander": {"lifetime": 28.62, "achievement": 0.08, "player_kills": 0.0, "equipment": 0.0,
+                         "explore": 4.46, "forage": 11.49},
 }
 #: (metric, bots in the order the paper has them, whether the last must be exactly 0)
 ORDERINGS = (
