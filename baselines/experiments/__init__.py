@@ -1,0 +1,24 @@
+"""The paper's three learning experiments as commands (`nmmo experiment population|maps|progression`).
+
+Each trains the PPO baseline (`baselines.ppo.train`, the shipped recipe of ``--preset small`` and
+its survival reward) under every condition with the same budget of agent-steps, evaluates the
+checkpoints the way the paper did, and writes a results JSON, rich tables and PNG plots:
+
+- `population` (Fig. 5 and Table 4): population caps 4 / 32 / 256 with Resource and Progression
+  only and continuous spawning; exploration and lifetime at each run's training cap and at one
+  common test cap, with intervals over seeds, and where each cap's agents went (visit heatmaps).
+- `maps` (Table 2 and Fig. 6): pools of 1 / 32 / 256 / 16384 training maps with every system on;
+  lifetime on the training maps each run actually saw against held-out maps, and how many maps
+  that was.
+- `progression` (Fig. 4): small maps with every system on; the metric curves over training and the
+  order in which the skills rise.
+
+`common` holds what they share: the run loop with ``--resume``, training one condition, the
+self-contained evaluation of a checkpoint, statistics and the results file. Nothing here imports
+torch until a run starts, so building the `nmmo` command stays cheap.
+"""
+
+from __future__ import annotations
+
+#: The experiments, in the order the docs present them.
+EXPERIMENTS = ("population", "maps", "progression")

@@ -1,0 +1,132 @@
+"""`nmmo experiment population|maps|progression`, beside `nmmo experiment table1` in the same group.
+
+Registered from `baselines.cli.add_commands` (the ``nmmo.commands`` entry point of the baselines
+package); torch is imported only when one of them runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from baselines.experiments import maps, population, progression
+from baselines.experiments.common import Budget, reward_recipe
+from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
+
+#: Flags of every experiment that go into the command line recorded in the results file.
+RECORDED = ("config", "caps", "test_cap", "maps", "seeds", "steps", "minutes", "rows", "eval_episodes", "eval_ticks",
+            "eval_seed", "out")
+
+
+def budget_from(args: argparse.Namespace) -> Budget:
+    """The `Budget` the flags ask for (checked)."""
+    ray = ray_options(args)
+    return Budget(steps=args.steps, minutes=args.minutes, rows=args.rows, eval_episodes=args.eval_episodes,
+                  eval_ticks=args.eval_ticks, eval_seed=args.eval_seed, threads=args.threads, workers=args.workers,
+                  backend=ray["backend"], ray_address=ray["ray_address"], progress=not args.quiet).check()
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The full command that repeats this experiment (every setting spelled out, defaults included)."""
+    parts = ["nmmo", "experiment", args.experiment_command]
+    for name in RECORDED:
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        parts += [flag, *map(str, value)] if isinstance(value, list) else [flag, str(value)]
+    return shlex.join(parts)
+
+
+def _seeds(args: argparse.Namespace) -> tuple[int, ...]:
+    if not args.seeds or any(seed < 0 for seed in args.seeds):
+        raise ValueError(f"--seeds must be one or more seeds >= 0, got {args.seeds}")
+    if len(set(args.seeds)) != len(args.seeds):
+        raise ValueError(f"--seeds lists a seed twice: {args.seeds}")
+    return tuple(args.seeds)
+
+
+def _report(results: dict[str, Any], table: Callable[[dict], Any], out: Path, name: str) -> int:
+    from evaluation.tables import wide_console
+
+    console = wide_console()
+    console.print(table(results))
+    for line in results["summary"]["verdict"]:
+        console.print(f"- {line}", highlight=False, markup=False)
+    console.print(f"reward: {results['reward']}", highlight=False, markup=False)
+    console.print(f"results: {out / f'{name}.json'}, {out / f'{name}.png'}; checkpoints under {out / 'runs'}",
+                  highlight=False, markup=False)
+    return 0
+
+
+def _cmd_population(args: argparse.Namespace) -> int:
+    results = population.run_population(args.config, tuple(args.caps), _seeds(args), args.test_cap, budget_from(args),
+                                        args.out, args.resume, command_line(args))
+    return _report(results, population.table, args.out, "population")
+
+
+def _cmd_maps(args: argparse.Namespace) -> int:
+    results = maps.run_maps(args.config, tuple(args.maps), _seeds(args), budget_from(args), args.out, args.resume,
+                            command_line(args))
+    return _report(results, maps.table, args.out, "maps")
+
+
+def _cmd_progression(args: argparse.Namespace) -> int:
+    results = progression.run_progression(args.config, _seeds(args), budget_from(args), args.out, args.resume,
+                                          command_line(args))
+    return _report(results, progression.table, args.out, "progression")
+
+
+def _common(parser: argparse.ArgumentParser, name: str, config: str, steps: int, seeds: tuple[int, ...],
+            eval_episodes: int) -> None:
+    """The flags every experiment has, with its own defaults."""
+    parser.add_argument("--config", default=config, help="the base config (name, preset or TOML path)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(seeds), help="training seeds (a run per "
+                        "condition and seed)")
+    parser.add_argument("--steps", type=int, default=steps, help="agent-steps of training per run (every condition "
+                        "gets the same; the trainer stops at the first iteration past it)")
+    parser.add_argument("--minutes", type=float, default=None, help="also stop each run after this many minutes "
+                        "(runs may then differ in agent-steps: the results file records each run's)")
+    parser.add_argument("--rows", type=int, default=512, help="agent slots stepped per tick: each run steps "
+                        "max(1, ROWS // population cap) envs")
+    parser.add_argument("--eval-episodes", type=int, default=eval_episodes, help="self-contained evaluation "
+                        "episodes per checkpoint and setting (0: none)")
+    parser.add_argument("--eval-ticks", type=int, default=None, help="ticks per evaluation episode (default: the "
+                        "config's horizon)")
+    parser.add_argument("--eval-seed", type=int, default=0, help="seed of the evaluation episodes (the same for "
+                        "every run)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of training and evaluation")
+    parser.add_argument("--workers", type=int, default=0, help="env worker processes per run (Ray actors with --ray)")
+    add_ray_flags(parser)
+    parser.add_argument("--out", type=Path, default=Path(f"out/experiments/{name}"), help=f"{name}.json, {name}.png "
+                        "and runs/KEY/ (each run's checkpoint, logs, curves and map cache) go here")
+    parser.add_argument("--resume", action="store_true", help=f"skip the runs already in OUT/{name}.json and "
+                        "continue an interrupted run from its checkpoint")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    """`nmmo experiment population`, `maps` and `progression`."""
+    group = command_group(subparsers, "experiment", "the paper's experiments as commands")
+    recipe = f"Reward: {reward_recipe()}."
+    pop = add_command(group, "population", "the paper's population experiment (Fig. 5, Table 4): train with "
+                      "population caps 4 / 32 / 256, evaluate exploration and lifetime at each training cap and "
+                      f"at a common test cap, over several seeds. {recipe}")
+    _common(pop, "population", population.CONFIG, population.DEFAULT_STEPS, population.SEEDS, population.EVAL_EPISODES)
+    pop.add_argument("--caps", nargs="+", type=int, default=list(population.CAPS), help="training population caps")
+    pop.add_argument("--test-cap", type=int, default=population.TEST_CAP, help="the common test cap every checkpoint "
+                     "is also evaluated at")
+    pop.set_defaults(func=_cmd_population)
+    pools = add_command(group, "maps", "the paper's map-pool experiment (Table 2, Fig. 6): train on pools of "
+                        "1 / 32 / 256 / 16384 maps, evaluate on held-out maps against the training maps each run "
+                        f"saw, and count them. {recipe}")
+    _common(pools, "maps", maps.CONFIG, maps.DEFAULT_STEPS, maps.SEEDS, maps.EVAL_EPISODES)
+    pools.add_argument("--maps", nargs="+", type=int, default=list(maps.POOLS), help="training map pool sizes (MAP_N)")
+    pools.set_defaults(func=_cmd_maps)
+    prog = add_command(group, "progression", "the paper's skill-progression experiment (Fig. 4): train on small "
+                       f"maps and follow the metric curves over training. {recipe}")
+    _common(prog, "progression", progression.CONFIG, progression.DEFAULT_STEPS, progression.SEEDS, 0)
+    prog.set_defaults(func=_cmd_progression)

@@ -1,0 +1,146 @@
+"""`nmmo experiment population|maps|progression` at a tiny budget: the results file, tables, plots, resume.
+
+Each experiment trains one PPO iteration or two per run on a 32x32 world and evaluates on 8-tick
+episodes; the tests check that the files are written and well-formed, not what the agents learn.
+"""
+
+import json
+import struct
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("matplotlib")
+
+from baselines.experiments import maps, population, progression  # noqa: E402
+from baselines.experiments.common import Budget, seed_interval  # noqa: E402
+from nmmo.cli import main  # noqa: E402
+
+RESOURCE = """
+preset = "Small"
+systems = ["Resource", "Progression"]
+
+[keys]
+MAP_CENTER = 32
+PLAYER_N = 4
+PLAYER_N_OBS = 8
+HORIZON = 32
+"""
+ALL_SYSTEMS = """
+preset = "Small"
+systems = ["Resource", "Combat", "Progression", "NPC"]
+
+[keys]
+MAP_CENTER = 32
+PLAYER_N = 8
+PLAYER_N_OBS = 8
+NPC_N = 4
+HORIZON = 32
+"""
+TINY = ["--steps", "100", "--eval-ticks", "8", "--quiet"]
+
+
+def write(tmp_path, text):
+    path = tmp_path / "tiny.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def png_size(path):
+    """Width and height of a PNG, after checking its signature and IHDR chunk."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def check_results(path, experiment, keys):
+    """The results file: reproducibility fields, one finished entry per run key, a summary."""
+    saved = json.loads(path.read_text())  # strict JSON: no NaN
+    assert saved["format"] == "flatmmo-experiment" and saved["experiment"] == experiment
+    for field in ("settings", "seeds", "reward", "trainer", "command", "versions", "summary"):
+        assert saved[field], field
+    assert saved["command"].startswith(f"nmmo experiment {experiment} ") and "-1 at death" in saved["reward"]
+    assert set(saved["runs"]) == set(keys)
+    for entry in saved["runs"].values():
+        assert entry["steps"] >= saved["settings"]["steps"] and entry["history"]
+        assert entry["train_command"].startswith("nmmo train --config ") and entry["maps_seen"] >= 1
+        assert len(entry["map_seeds_seen"]) == entry["maps_seen"]
+    return saved
+
+
+def test_population_experiment_writes_results_table_and_plot(tmp_path, capsys):
+    out = tmp_path / "population"
+    argv = ["experiment", "population", "--config", write(tmp_path, RESOURCE), "--caps", "2", "4", "--test-cap", "4",
+            "--seeds", "0", "1", "--rows", "8", "--eval-episodes", "1", "--out", str(out), *TINY]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "Population size and exploration" in text and "explore @4" in text and "reward: survival" in text
+    saved = check_results(out / "population.json", "population", ["cap2-seed0", "cap4-seed0", "cap2-seed1",
+                                                                   "cap4-seed1"])
+    rows = saved["summary"]["rows"]
+    assert [row["cap"] for row in rows] == [2, 4]
+    for row in rows:
+        for key in ("explore_train_cap", "explore_test_cap", "lifetime_train_cap", "lifetime_test_cap"):
+            cell = row[key]
+            assert cell["n"] == 2 and cell["kind"] == "t over seeds" and cell["low"] <= cell["mean"] <= cell["high"]
+    assert any("Explore at the common test cap 4" in line for line in saved["summary"]["verdict"])
+    visits = saved["runs"]["cap2-seed0"]["eval"]["test_cap"]["visits"]
+    assert len(visits) == len(visits[0]) == 32 and sum(map(sum, visits)) > 0
+    assert saved["runs"]["cap2-seed0"]["eval"]["test_cap"]["population_cap"] == 4
+    assert min(png_size(out / "population.png")) > 100
+
+    seen = []  # every run is in the results file: a resume trains nothing and rebuilds the summary
+    budget = Budget(100, rows=8, eval_episodes=1, eval_ticks=8, progress=False)
+    again = population.run_population(argv[3], (2, 4), (0, 1), 4, budget, out, resume=True, on_run=seen.append)
+    assert seen == [] and again["summary"]["rows"] == rows
+    with pytest.raises(ValueError, match="other settings"):
+        population.run_population(argv[3], (2, 4), (0, 1), 4, Budget(200, rows=8, eval_episodes=1, eval_ticks=8),
+                                  out, resume=True)
+
+
+def test_maps_experiment_counts_the_maps_each_run_saw(tmp_path, capsys):
+    out = tmp_path / "maps"
+    assert main(["experiment", "maps", "--config", write(tmp_path, ALL_SYSTEMS), "--maps", "1", "3", "--rows", "16",
+                 "--eval-episodes", "2", "--out", str(out), *TINY]) == 0
+    assert "Map pools and generalization" in capsys.readouterr().out
+    saved = check_results(out / "maps.json", "maps", ["maps1-seed0", "maps3-seed0"])
+    single = saved["runs"]["maps1-seed0"]
+    assert single["map_seeds_seen"] == [0]  # a pool of one map: map seed 0, whatever the episodes
+    assert {e["map_seed"] for e in single["eval"]["train_maps"]["episodes"]} == {0}
+    assert all(e["map_seed"] >= 1_000_000 for e in single["eval"]["heldout"]["episodes"])  # held-out pool
+    assert set(saved["runs"]["maps3-seed0"]["map_seeds_seen"]) <= {0, 1, 2}
+    rows = saved["summary"]["rows"]
+    assert [r["pool"] for r in rows] == [1, 3] and rows[0]["paper"]["test"] == maps.PAPER[1]["test"]
+    assert rows[0]["gap"]["low"] <= rows[0]["gap"]["mean"] <= rows[0]["gap"]["high"]
+    assert min(png_size(out / "maps.png")) > 100
+
+
+def test_progression_experiment_summarizes_the_curves(tmp_path, capsys):
+    out = tmp_path / "progression"
+    assert main(["experiment", "progression", "--config", write(tmp_path, ALL_SYSTEMS), "--rows", "16",
+                 "--out", str(out), "--steps", "900", "--eval-episodes", "1", "--eval-ticks", "8", "--quiet"]) == 0
+    assert "Skill progression" in capsys.readouterr().out
+    saved = check_results(out / "progression.json", "progression", ["seed0"])
+    assert len(saved["runs"]["seed0"]["history"]) >= 2
+    assert [r["metric"] for r in saved["summary"]["rows"]] == list(progression.CURVES)
+    assert saved["summary"]["verdict"] and min(png_size(out / "progression.png")) > 100
+    assert saved["runs"]["seed0"]["eval"]["heldout"]["metrics"]["lifetime"]["mean"] > 0  # the optional final eval
+
+
+def test_rises_and_intervals_are_read_as_documented():
+    steps = [0, 100, 200, 300, 400]
+    row = progression.describe(steps, [1.0, 1.0, 3.0, 5.0, 2.0], "explore")
+    assert row["rises"] and row["rise_step"] == 200 and row["peak_step"] == 300 and row["end"] == 2.0
+    flat = progression.describe(steps, [1.0, 1.5, 1.9, 1.0, 1.0], "explore")  # less than a tile
+    assert not flat["rises"] and flat["rise_step"] is None
+    cell = seed_interval([1.0, 2.0, 3.0])
+    assert cell["mean"] == 2.0 and cell["low"] == pytest.approx(2 - 4.303 / 3**0.5, abs=1e-4)
+    assert seed_interval([5.0])["low"] is None
+    rows = [{"cap": 4, "explore_train_cap": {"mean": 1, "low": 0.5, "high": 1.5, "values": [1]},
+             "explore_test_cap": {"mean": 1, "low": 0.5, "high": 1.5, "values": [1]},
+             "lifetime_train_cap": {"mean": 20}, "lifetime_test_cap": {"mean": 10}},
+            {"cap": 32, "explore_train_cap": {"mean": 3, "low": 2, "high": 4, "values": [3]},
+             "explore_test_cap": {"mean": 1.2, "low": 0.1, "high": 2.0, "values": [1.2]},
+             "lifetime_train_cap": {"mean": 20}, "lifetime_test_cap": {"mean": 20}}]
+    said = population.verdict(rows, 32)
+    assert "do not overlap" in said[0] and "within noise" in said[1] and "falls" in said[2]
