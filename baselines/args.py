@@ -36,7 +36,11 @@ class Args:
     ray_address: str | None = None
     """An existing Ray cluster for backend "ray" (None: start a local one)."""
     rollout_len: int = 64
-    """Ticks per rollout (also the length of the replayed LSTM sequences)."""
+    """Ticks per rollout."""
+    bptt: int = 16
+    """Length of the LSTM sequences the learner replays (a divisor of rollout_len; at most the whole
+    rollout): each starts from
+    the memory the rollout had there, and sequences without a live agent are skipped."""
     minutes: float = 20.0
     """Wall-clock training budget."""
     total_steps: int = 0
@@ -92,6 +96,16 @@ class Args:
     """Free-form notes stored with the run (not a flag)."""
 
 
+#: Recipes (`--preset NAME`): the settings that trained a shipped baseline, so one command repeats it.
+PRESETS: dict[str, dict] = {
+    "small": {
+        "about": "the shipped baseline:small, trained in the canonical tournament's world",
+        "args": {"config": "train_tournament", "minutes": 55.0, "minibatches": 16, "threads": 1,
+                 "out": "out/small"},
+    },
+}
+
+
 def field_docs() -> dict[str, str]:
     """Each field's docstring (the string literal under it in the class body)."""
     body = ast.parse(inspect.getsource(Args)).body[0].body
@@ -103,14 +117,21 @@ def field_docs() -> dict[str, str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """One flag per `Args` field (but `skip`), its docstring as help and its default."""
+    """`--preset NAME`, then one flag per `Args` field (but `skip`), its docstring as help and its
+    default. A flag left out is absent from the parsed namespace (so `args_from` can tell it from a
+    flag given with the default's value: a preset fills the absent ones)."""
     docs = field_docs()
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                        help="a recipe: its values replace the defaults below, flags given replace both ("
+                        + "; ".join(f"{name}: {preset['about']}" for name, preset in PRESETS.items()) + ")")
     for f in dataclasses.fields(Args):
         if f.name in NOT_FLAGS or f.name in skip:
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-        common = {"default": default, "help": docs[f.name]}
+        common = {"default": argparse.SUPPRESS, "help": f"{docs[f.name]} (default: {default!r}"
+                  + (f"; --preset {' / '.join(n for n, p in PRESETS.items() if f.name in p['args'])} "
+                     "changes it" if any(f.name in p["args"] for p in PRESETS.values()) else "") + ")"}
         if f.type in ("bool", bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, **common)
         elif str(f.type).startswith("tuple"):
@@ -121,9 +142,14 @@ def add_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -
 
 
 def args_from(namespace: argparse.Namespace, **overrides) -> Args:
-    """`Args` from parsed flags (fields without a flag keep their defaults), then `overrides`."""
+    """`Args` from parsed flags: the defaults, replaced by the values of ``--preset`` (when given),
+    replaced by the flags given, replaced by `overrides`."""
     names = {f.name for f in dataclasses.fields(Args)}
     values = {k: v for k, v in vars(namespace).items() if k in names}
     if isinstance(values.get("league_bots"), list):
         values["league_bots"] = tuple(values["league_bots"])
-    return Args(**{**values, **overrides})
+    preset_name = getattr(namespace, "preset", None)
+    preset = dict(PRESETS[preset_name]["args"]) if preset_name else {}
+    if preset_name:
+        preset["extra"] = {"preset": preset_name}
+    return Args(**{**preset, **values, **overrides})

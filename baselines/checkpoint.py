@@ -100,3 +100,20 @@ def _weights_error(err: Exception) -> str:
     reason = text.split("WeightsUnpickler error:", 1)[1] if "WeightsUnpickler error:" in text else text
     first = next((line.strip() for line in reason.splitlines() if line.strip()), "")
     return first[:200] or type(err).__name__
+
+
+#: What a shipped weights file keeps of a training checkpoint (no optimizer state, no RNG, no log).
+WEIGHTS_KEYS = ("model", "model_kwargs", "step", "iteration", "args", "config_toml", "config_name")
+
+
+def export_weights(checkpoint: dict, path: str | os.PathLike, **about: Any) -> Path:
+    """Write the policy part of a training checkpoint to `path`: the weights (as float32 tensors),
+    the model's size, the step count, the run's arguments and env config, plus `about` (e.g. the
+    recipe). About a quarter of the checkpoint (Adam keeps two moments per weight), and it plays
+    wherever the checkpoint does."""
+    missing = [key for key in ("model", "model_kwargs") if key not in checkpoint]
+    if missing:
+        raise CheckpointError(f"cannot export weights: the checkpoint has no {', '.join(missing)}")
+    weights = {key: checkpoint[key] for key in WEIGHTS_KEYS if key in checkpoint}
+    weights["model"] = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in checkpoint["model"].items()}
+    return save(path, {**weights, "about": about})

@@ -1,5 +1,6 @@
-"""`nmmo train`: the recurrent PPO baseline, every `Args` field a flag (registered in the
-``nmmo.commands`` entry point group; torch is imported only when the command runs)."""
+"""`nmmo train`: the recurrent PPO baseline, every `Args` field a flag, and the learning experiments
+`nmmo experiment population|maps|progression` (`baselines.experiments`); registered in the
+``nmmo.commands`` entry point group, torch is imported only when a command runs."""
 
 from __future__ import annotations
 
@@ -17,15 +18,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise ValueError(f"training needs the [train] extra (pip install torch==2.13.0, then -e '.[train]'): "
                          f"{err}") from None
-    summary = train(args_from(args, **ray_options(args)))
+    options = args_from(args, **ray_options(args))
+    summary = train(options)
     last = summary["history"][-1] if summary["history"] else {}
     lifetime = last.get("lifetime", float("nan"))
     console.print(f"trained {summary['iterations']} iterations, {summary['steps']:,} agent-steps "
                   f"({summary['parameters']:,} parameters); last mean lifetime {lifetime:.1f}; "
-                  f"checkpoint {summary['checkpoint']}; curves {args.out}/curves.png", highlight=False)
+                  f"checkpoint {summary['checkpoint']}; weights {summary['weights']}; "
+                  f"curves {options.out}/curves.png", highlight=False)
     if "league" in summary:
         console.print(league_table(summary["league"]))
-        console.print(f"league: {args.out}/league.json, {args.out}/league.png", highlight=False)
+        console.print(f"league: {options.out}/league.json, {options.out}/league.png", highlight=False)
     return 0
 
 
@@ -42,7 +45,10 @@ def league_table(rows: list[dict]) -> Table:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """`nmmo train`."""
+    """`nmmo train`, and the learning experiments (`nmmo experiment population|maps|progression`)."""
+    from baselines.experiments import cli as experiments
+
+    experiments.add_commands(sub)
     train = add_command(sub, "train", "train the recurrent PPO baseline (needs the [train] extra); every "
                         "hyper-parameter of baselines.args.Args is a flag")
     add_arguments(train, skip=("backend", "ray_address"))  # --ray / --ray-address say where workers run

@@ -1,20 +1,23 @@
 """Reusable PyTorch subnetworks for nmmo observations, and the recurrent baseline policy.
 
-Shapes (B = batch of agents, W = 2R + 1 window side, N = PLAYER_N_OBS entity rows, H = hidden):
+Shapes (B = batch of agents, W = 2R + 1 window side, N = PLAYER_N_OBS entity rows, P = rows of the
+batch that hold an entity, H = hidden):
 
 - `TileEncoder`: Tile (B, W*W, 4) int -> (B, H). One-hot materials + occupied flag as channels of
   a W x W image, a 3x3 convolution with stride 3 (a per-cell material embedding), a linear layer.
-- `EntityEncoder`: Entity (B, N, 19) int -> per-entity codes (B, N, E) and a pooled vector (B, E):
-  an MLP on each row's scaled features (positions relative to the observer), masked mean pooling
-  over the rows that hold an entity.
-- `Policy`: tile code, the observer's own row code and the pooled entity code fused into (B, H),
-  an LSTM core (hidden H), and heads that respect the ActionTargets masks: Move (5), Attack style
-  (3), Attack target as a pointer over the entity codes plus a no-op logit (N + 1), and a value.
+- `EntityEncoder`: Entity (B, N, 19) int -> `EntityCodes`: a code (P, E) for each present row only
+  (an MLP on its scaled features, positions relative to the observer), where those rows are, the
+  observer's own code (B, E) and the mean code per agent (B, E).
+- `Policy`: tile code, own code and pooled code fused into (B, H), an LSTM core (hidden H), and
+  heads that respect the ActionTargets masks: Move (5), Attack style (3), Attack target as a pointer
+  over the entity codes plus a no-op logit (N + 1), and a value.
 
 The model does not depend on N: a checkpoint trained with 32 entity rows plays with 100.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -39,7 +42,9 @@ class TileEncoder(nn.Module):
     """Materials one-hot plus the occupied flag as 7 channels of a W x W image; a 3x3 convolution
     with stride 3 (so its first layer is a learned material embedding per cell of each 3x3 patch),
     then a linear layer. One-hot beats nn.Embedding here: the embedding's backward pass (a scatter
-    over every tile of every agent) cost 3x the whole encoder on CPU."""
+    over every tile of every agent) cost 3x the whole encoder on CPU. The one-hot is built
+    channel-first by one comparison (F.one_hot, a cat and a permute cost as much as the
+    convolution; a matrix product over gathered patches instead of the convolution was no faster)."""
 
     def __init__(self, side: int, hidden: int, channels: int = 16) -> None:
         super().__init__()
@@ -48,39 +53,68 @@ class TileEncoder(nn.Module):
         self.pad = cells * 3 - side
         self.conv = nn.Sequential(nn.Conv2d(N_MATERIALS + 1, channels, 3, stride=3), nn.ReLU())
         self.linear = nn.Linear(channels * cells * cells, hidden)
+        self.register_buffer("materials", torch.arange(N_MATERIALS).view(1, -1, 1), persistent=False)
 
     def forward(self, tile: torch.Tensor) -> torch.Tensor:
         b = tile.shape[0]
-        material = tile[..., TileAttr.MATERIAL].long().clamp(0, N_MATERIALS - 1)
-        occupied = tile[..., TileAttr.OCCUPIED].float().unsqueeze(-1)
-        image = torch.cat([nn.functional.one_hot(material, N_MATERIALS).float(), occupied], dim=-1)
-        image = image.view(b, self.side, self.side, N_MATERIALS + 1).permute(0, 3, 1, 2)
+        material = tile[..., TileAttr.MATERIAL].unsqueeze(1)  # (B, 1, W*W)
+        occupied = tile[..., TileAttr.OCCUPIED].unsqueeze(1) != 0
+        image = torch.cat([material == self.materials, occupied], dim=1)  # (B, 7, W*W) bool, channel-first
+        image = image.view(b, N_MATERIALS + 1, self.side, self.side).float()
         if self.pad:
             image = nn.functional.pad(image, (0, self.pad, 0, self.pad))
         return torch.relu(self.linear(self.conv(image).flatten(1)))
 
 
+class EntityCodes(NamedTuple):
+    """The encoded entity rows of a batch (only the rows that hold an entity are encoded)."""
+
+    codes: torch.Tensor  # (P, E) one per present row
+    where: torch.Tensor  # (P,) flat index b * N + row of each
+    owner: torch.Tensor  # (P,) the batch row b each belongs to
+    own: torch.Tensor  # (B, E) the observer's own code (row 0; zeros for an empty slot)
+    pooled: torch.Tensor  # (B, E) the mean code over the present rows
+    rows: int  # N
+
+
 class EntityEncoder(nn.Module):
+    """An MLP on the rows that hold an entity (positions relative to the observer). Only the present
+    rows are encoded: a window usually shows a few entities among its N rows (2.7 of 100 in the
+    canonical tournament, 13 of 32 in train_small), and encoding the padding dominated the
+    learner's time."""
+
     def __init__(self, code: int) -> None:
         super().__init__()
+        self.code = code
         self.columns = [c for c, _ in ENTITY_COLUMNS]
         self.register_buffer("scales", torch.tensor([s for _, s in ENTITY_COLUMNS], dtype=torch.float32))
         self.mlp = nn.Sequential(nn.Linear(len(ENTITY_COLUMNS), code), nn.ReLU(), nn.Linear(code, code), nn.ReLU())
 
-    def forward(self, entity: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per-row codes (B, N, E), the masked mean (B, E) and the row mask (B, N)."""
+    def forward(self, entity: torch.Tensor) -> EntityCodes:
+        b, n, _ = entity.shape
         present = entity[..., EntityAttr.ID] != 0
-        feats = entity[..., self.columns].float()
-        me = entity[:, :1]
-        feats[..., 2] = (entity[..., EntityAttr.ROW] - me[..., EntityAttr.ROW]).float()
-        feats[..., 3] = (entity[..., EntityAttr.COL] - me[..., EntityAttr.COL]).float()
-        codes = self.mlp(feats / self.scales) * present.unsqueeze(-1)
-        pooled = codes.sum(1) / present.sum(1, keepdim=True).clamp(min=1)
-        return codes, pooled, present
+        where = present.view(-1).nonzero().squeeze(1)
+        owner = torch.div(where, n, rounding_mode="floor")
+        rows = entity.view(b * n, -1)[where]
+        me = entity[:, 0][owner]
+        feats = rows[:, self.columns].float()
+        feats[:, 2] = (rows[:, EntityAttr.ROW] - me[:, EntityAttr.ROW]).float()
+        feats[:, 3] = (rows[:, EntityAttr.COL] - me[:, EntityAttr.COL]).float()
+        codes = self.mlp(feats / self.scales)
+        pooled = codes.new_zeros(b, self.code).index_add(0, owner, codes)
+        pooled = pooled / present.sum(1, keepdim=True).clamp(min=1)
+        is_own = where % n == 0
+        own = codes.new_zeros(b, self.code).index_copy(0, owner[is_own], codes[is_own])
+        return EntityCodes(codes, where, owner, own, pooled, n)
 
 
 class Policy(nn.Module):
-    """Shared-weight recurrent policy over all agents (see the module docstring for shapes)."""
+    """Shared-weight recurrent policy over all agents (see the module docstring for shapes).
+
+    The LSTM's weights live in an `nn.LSTM` (the checkpoint layout), but steps run through
+    `_cell`: the input projection of a whole unroll is one matrix product, and each step is a few
+    small tensor ops, far cheaper on CPU than one `nn.LSTM` call per step. Acting and the unroll
+    use the same cell, so a rollout's log-probabilities are what the learner recomputes."""
 
     def __init__(self, side: int = 15, hidden: int = 64, entity_code: int = 32) -> None:
         super().__init__()
@@ -100,41 +134,51 @@ class Policy(nn.Module):
         zeros = torch.zeros(1, batch, self.hidden, device=device)
         return zeros, zeros.clone()
 
-    def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        codes, pooled, present = self.entities(obs["entity"])
-        state = self.fuse(torch.cat([self.tiles(obs["tile"]), codes[:, 0], pooled], dim=-1))
-        return state, codes, present
+    def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, EntityCodes]:
+        entities = self.entities(obs["entity"])
+        state = self.fuse(torch.cat([self.tiles(obs["tile"]), entities.own, entities.pooled], dim=-1))
+        return state, entities
 
-    def heads(self, core: torch.Tensor, codes: torch.Tensor, obs: dict[str, torch.Tensor]):
+    def heads(self, core: torch.Tensor, entities: EntityCodes, obs: dict[str, torch.Tensor]):
         """Masked logits for the three action parts, and the value."""
+        b = core.shape[0]
         move = self.move(core).masked_fill(obs["move_mask"] == 0, NEG)
         style = self.style(core).masked_fill(obs["style_mask"] == 0, NEG)
-        pointer = torch.einsum("be,bne->bn", self.query(core), codes)
+        scores = (self.query(core)[entities.owner] * entities.codes).sum(-1)
+        pointer = core.new_zeros(b * entities.rows).index_copy(0, entities.where, scores).view(b, entities.rows)
         target = torch.cat([pointer, self.noop(core)], dim=-1).masked_fill(obs["target_mask"] == 0, NEG)
         style = torch.where((obs["style_mask"].sum(-1, keepdim=True) > 0), style, torch.zeros_like(style))
         return move, style, target, self.value(core).squeeze(-1)
 
+    def _cell(self, gates_x: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One LSTM step (PyTorch's gate order i, f, g, o) from the precomputed input projection."""
+        gates = gates_x + h @ self.lstm.weight_hh_l0.t()
+        i, f, g, o = gates.chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    def _project(self, encoded: torch.Tensor) -> torch.Tensor:
+        return encoded @ self.lstm.weight_ih_l0.t() + (self.lstm.bias_ih_l0 + self.lstm.bias_hh_l0)
+
     def forward(self, obs: dict[str, torch.Tensor], state, reset: torch.Tensor):
         """One step for a batch: `reset` (B,) zeroes the memory of rows that hold a new agent."""
-        encoded, codes, _ = self.encode(obs)
-        keep = (1.0 - reset.float()).view(1, -1, 1)
-        h, c = state[0] * keep, state[1] * keep
-        core, (h, c) = self.lstm(encoded.unsqueeze(0), (h, c))
-        return (*self.heads(core.squeeze(0), codes, obs), (h, c))
+        encoded, entities = self.encode(obs)
+        keep = (1.0 - reset.float()).view(-1, 1)
+        h, c = self._cell(self._project(encoded), state[0][0] * keep, state[1][0] * keep)
+        return (*self.heads(h, entities, obs), (h.unsqueeze(0), c.unsqueeze(0)))
 
     def unroll(self, obs: dict[str, torch.Tensor], state, resets: torch.Tensor):
         """T steps for B sequences (obs tensors are (T*B, ...), resets (T, B)); memory reset per step."""
         t, b = resets.shape
-        encoded, codes, _ = self.encode(obs)
-        encoded = encoded.view(t, b, -1)
-        h, c = state
+        encoded, entities = self.encode(obs)
+        gates_x = self._project(encoded).view(t, b, -1).unbind(0)
+        keep = (1.0 - resets.float()).unsqueeze(-1).unbind(0)
+        h, c = state[0][0], state[1][0]
         outputs = []
         for step in range(t):
-            keep = (1.0 - resets[step].float()).view(1, -1, 1)
-            out, (h, c) = self.lstm(encoded[step : step + 1], (h * keep, c * keep))
-            outputs.append(out)
-        core = torch.cat(outputs).view(t * b, -1)
-        return self.heads(core, codes, obs)
+            h, c = self._cell(gates_x[step], h * keep[step], c * keep[step])
+            outputs.append(h)
+        return self.heads(torch.stack(outputs).view(t * b, -1), entities, obs)
 
 
 def to_tensors(obs: dict[str, np.ndarray], device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:

@@ -1,4 +1,5 @@
-"""A trained checkpoint as a policy (`ckpt:PATH`), for tournaments, `nmmo run` and value overlays.
+"""A trained checkpoint as a policy (`ckpt:PATH`, or `baseline:NAME` for the weights shipped in the
+package), for tournaments, `nmmo run` and value overlays.
 
 It keeps each agent's LSTM memory between calls (keyed by agent id; new agents start fresh, gone
 ones are forgotten), acts for all its agents in one batched forward pass, and keeps the value
@@ -6,6 +7,8 @@ estimates of its last call in `last_values` (used to paint the value-function ov
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -71,8 +74,24 @@ class CheckpointPolicy:
 def checkpoint_class(path: str) -> type:
     """The ``ckpt:PATH`` policy scheme (registered in pyproject.toml): a `CheckpointPolicy` class
     bound to that checkpoint file."""
-    from pathlib import Path
-
     if not Path(path).is_file():
         raise ValueError(f"checkpoint {path!r} does not exist")
     return type("Checkpoint", (CheckpointPolicy,), {"path": path})
+
+
+#: Where shipped baselines live (inside the package, so a wheel carries them).
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+
+
+def shipped_baselines() -> list[str]:
+    """Names of the baselines in the package (`baseline:NAME`)."""
+    return sorted(path.stem for path in WEIGHTS_DIR.glob("*.pt"))
+
+
+def baseline_class(name: str) -> type:
+    """The ``baseline:NAME`` policy scheme (registered in pyproject.toml): a `CheckpointPolicy` on
+    the weights shipped as baselines/weights/NAME.pt (tensors and plain data, loaded weights-only)."""
+    if name not in shipped_baselines():
+        raise ValueError(f"no shipped baseline named {name!r}; the package has "
+                         f"{', '.join(f'baseline:{n}' for n in shipped_baselines()) or 'none'}")
+    return type(f"Baseline_{name}", (CheckpointPolicy,), {"path": str(WEIGHTS_DIR / f"{name}.pt")})

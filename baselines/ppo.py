@@ -64,10 +64,31 @@ def act(model: Policy, obs: dict[str, torch.Tensor], state, reset: torch.Tensor,
     return torch.stack(parts, dim=1), logp, value, state
 
 
+def act_rows(model: Policy, obs: dict[str, np.ndarray], state, reset: np.ndarray, alive: np.ndarray, device: str):
+    """`act` for the rows that hold a live agent only (a slot whose agent died costs nothing until
+    it is filled again; without respawn, most slots are empty late in an episode): actions (rows, 3),
+    log-probs and values (zeros for the other rows, which the losses mask out), and the new state
+    (the other rows' memory unchanged: it is reset when an agent takes the slot)."""
+    live = np.flatnonzero(alive)
+    actions = np.zeros((len(alive), 3), np.int64)
+    logps, values = np.zeros(len(alive), np.float32), np.zeros(len(alive), np.float32)
+    if live.size:
+        index = torch.as_tensor(live, device=device)
+        with torch.no_grad():
+            a, logp, value, (h, c) = act(model, to_tensors({k: v[live] for k, v in obs.items()}, device),
+                                         (state[0][:, index], state[1][:, index]),
+                                         torch.as_tensor(reset[live], device=device))
+        state = (state[0].index_copy(1, index, h), state[1].index_copy(1, index, c))
+        actions[live], logps[live], values[live] = a.cpu().numpy(), logp.cpu().numpy(), value.cpu().numpy()
+    return actions, logps, values, state
+
+
 def train(args: Args) -> dict:
     """Run PPO; returns a summary (steps, iterations, throughput, last metrics)."""
     from tqdm import tqdm
 
+    if args.bptt < 1 or args.rollout_len % min(args.bptt, args.rollout_len):
+        raise ValueError(f"bptt must divide rollout_len ({args.rollout_len}), got {args.bptt}")
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -116,13 +137,15 @@ def train(args: Args) -> dict:
             logps, values = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), np.float32)
             rewards, dones = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), bool)
             valid, resets = np.zeros((t_len, rows), bool), np.zeros((t_len, rows), bool)
-            initial_state = (state[0].clone(), state[1].clone())
+            chunk_states = []  # the memory at the start of each BPTT chunk
             episodes = []
             if league is not None:
                 members = league.sample(args.num_envs)
                 opponents = Opponents(config, members, seed=args.seed + iteration, cache=opponent_cache)
                 deaths = np.zeros(vec.rows)
             for t in range(t_len):
+                if t % min(args.bptt, t_len) == 0:
+                    chunk_states.append((state[0][0].clone(), state[1][0].clone()))
                 alive = vec.buffers["alive"].copy()
                 ids = vec.buffers["agent_id"].copy()
                 supplies = _supplies(obs)
@@ -132,12 +155,9 @@ def train(args: Args) -> dict:
                 for k, v in obs.items():
                     batch[k][t] = v
                 tick = time.perf_counter()
-                with torch.no_grad():
-                    a, logp, value, state = act(model, to_tensors(obs, args.device), state,
-                                                torch.as_tensor(resets[t], device=args.device))
-                a = a.cpu().numpy()
+                a, logps[t], values[t], state = act_rows(model, obs, state, resets[t], alive & learner, args.device)
                 timing["inference"] += time.perf_counter() - tick
-                actions[t], logps[t], values[t] = a, logp.cpu().numpy(), value.cpu().numpy()
+                actions[t] = a
                 valid[t] = alive & learner  # opponents' rows play but do not train
                 tick = time.perf_counter()
                 played = np.where(alive[:, None], a, np.array([4, -1, -1]))
@@ -163,12 +183,11 @@ def train(args: Args) -> dict:
             step += int(valid.sum())
 
             tick = time.perf_counter()
-            with torch.no_grad():
-                next_reset = torch.as_tensor((vec.buffers["agent_id"] != prev_ids) | prev_done, device=args.device)
-                _, _, _, next_value, _ = model(to_tensors(obs, args.device), state, next_reset)
-            advantages = _gae(rewards, values, dones, next_value.cpu().numpy(), args.gamma, args.gae_lambda)
+            next_reset = (vec.buffers["agent_id"] != prev_ids) | prev_done
+            _, _, next_value, _ = act_rows(model, obs, state, next_reset, vec.buffers["alive"], args.device)
+            advantages = _gae(rewards, values, dones, next_value, args.gamma, args.gae_lambda)
             losses = _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets,
-                             initial_state, rng)
+                             chunk_states, rng)
             timing["learn"] += time.perf_counter() - tick
             iteration += 1
             finished = np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
@@ -192,8 +211,11 @@ def train(args: Args) -> dict:
         if run is not None:
             run.finish()
     curves(out)
+    weights = out / "weights.pt"
+    if (out / "checkpoint.pt").exists():
+        checkpoint.export_weights(load_checkpoint(out / "checkpoint.pt"), weights, preset=args.extra.get("preset"))
     summary = {"steps": step, "iterations": iteration, "parameters": parameter_count(model),
-               "history": history, "checkpoint": str(out / "checkpoint.pt")}
+               "history": history, "checkpoint": str(out / "checkpoint.pt"), "weights": str(weights), "model": model}
     if league is not None:
         league.plot()
         summary["league"] = league.table()
@@ -258,17 +280,33 @@ def _gae(rewards, values, dones, next_value, gamma, lam) -> np.ndarray:
     return advantages
 
 
-def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, initial_state,
+def as_chunks(a: np.ndarray, length: int) -> np.ndarray:
+    """(T, rows, ...) -> (length, T // length * rows, ...): sequence c * rows + r is row r's chunk c."""
+    t_len, rows = a.shape[:2]
+    if length == t_len:
+        return a
+    chunks = a.reshape(t_len // length, length, rows, *a.shape[2:]).swapaxes(0, 1)
+    return chunks.reshape(length, t_len // length * rows, *a.shape[2:])
+
+
+def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, chunk_states,
             rng: np.random.Generator) -> dict:
-    t_len, rows = valid.shape
-    returns = advantages + values
-    order = np.arange(rows)
+    """PPO epochs over the rollout cut into BPTT chunks of `args.bptt` ticks, each replayed through
+    the LSTM from the memory it started with; chunks without a live agent are skipped."""
+    length = min(args.bptt, valid.shape[0])
+    returns = as_chunks(advantages + values, length)
+    batch = {k: as_chunks(v, length) for k, v in batch.items()}
+    actions, logps, advantages = as_chunks(actions, length), as_chunks(logps, length), as_chunks(advantages, length)
+    valid, resets = as_chunks(valid, length), as_chunks(resets, length)
+    initial_state = (torch.cat([h for h, _ in chunk_states]).unsqueeze(0),
+                     torch.cat([c for _, c in chunk_states]).unsqueeze(0))
+    order = np.flatnonzero(valid.any(axis=0))  # chunks with no live agent teach nothing
     stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": []}
     for _ in range(args.epochs):
         rng.shuffle(order)
-        for cols in np.array_split(order, args.minibatches):
+        for cols in np.array_split(order, min(args.minibatches, len(order))):
             def take(a: np.ndarray, cols: np.ndarray = cols) -> torch.Tensor:
-                return torch.as_tensor(a[:, cols].reshape(t_len * len(cols), *a.shape[2:]), device=args.device)
+                return torch.as_tensor(a[:, cols].reshape(length * len(cols), *a.shape[2:]), device=args.device)
 
             obs = {k: take(v) for k, v in batch.items()}
             index = torch.as_tensor(cols, device=args.device)
@@ -284,7 +322,8 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
             adv = take(advantages)
             if mask.sum() > 1:  # normalise over the valid rows only
                 adv = (adv - adv[mask > 0].mean()) / (adv[mask > 0].std() + 1e-8)
-            ratio = torch.exp(new_logp - take(logps))
+            log_ratio = (new_logp - take(logps)) * mask  # padded rows: ratio 1, not exp(-large) = 0
+            ratio = torch.exp(log_ratio)
             clipped = torch.clamp(ratio, 1 - args.clip, 1 + args.clip)
             policy_loss = -(torch.min(ratio * adv, clipped * adv) * mask).sum() / mask.sum().clamp(min=1)
             value_loss = (((value - take(returns)) ** 2) * mask).sum() / mask.sum().clamp(min=1)
@@ -295,11 +334,11 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
             nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             optimizer.step()
             with torch.no_grad():
-                kl = (((ratio - 1) - torch.log(ratio)) * mask).sum() / mask.sum().clamp(min=1)
+                kl = (((ratio - 1) - log_ratio) * mask).sum() / mask.sum().clamp(min=1)
             for name, value_ in (("policy_loss", policy_loss), ("value_loss", value_loss),
                                  ("entropy", entropy_mean), ("approx_kl", kl)):
                 stats[name].append(float(value_.detach()))
-    return {k: float(np.mean(v)) for k, v in stats.items()}
+    return {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
 
 
 def _log_row(iteration, step, started, timing, valid, rewards, finished, losses) -> dict:
@@ -402,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     summary = train(args_from(parser.parse_args(argv)))
-    print(json.dumps({k: v for k, v in summary.items() if k != "history"}))
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("history", "model")}))
     return 0
 
 

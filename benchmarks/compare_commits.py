@@ -4,10 +4,12 @@ Each ref is checked out once into a git worktree under /tmp; then, round after r
 benchmark command runs in every worktree in turn (the order alternates between rounds), with
 PYTHONPATH pointing at that worktree so it measures that commit's code with this interpreter. The
 command must print a JSON object as its last line; `--key` picks the figures to compare. Prints the
-median over rounds per ref and the ratio to the first ref.
+median over rounds per ref and the ratio to the first ref. A script given by an absolute path runs
+as it is in this checkout, against each ref's packages (for flags an old script lacks).
 
     python benchmarks/compare_commits.py --refs 051e41b HEAD --rounds 3 \\
         -- benchmarks/bench_env.py --child medium dict 1000
+    python benchmarks/compare_commits.py --refs HEAD . -- $PWD/benchmarks/bench_train.py --json
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def worktree(ref: str) -> tuple[str, Path]:
-    """(short sha, a worktree of `ref` under /tmp), made once per sha."""
+    """(short sha, a worktree of `ref` under /tmp), made once per sha; "." is this checkout as it
+    is now, uncommitted changes included (named "working")."""
+    if ref == ".":
+        return "working", ROOT
     sha = subprocess.run(["git", "rev-parse", "--short=10", ref], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.strip()
     path = Path("/tmp/nmmo_worktrees") / sha

@@ -23,7 +23,8 @@ def add_allow_origin(parser: argparse.ArgumentParser) -> None:
 
 
 def add_server_flags(parser: argparse.ArgumentParser) -> None:
-    """Where and how much to serve: --host, --port, --allow-origin, --max-viewers, --max-replay-mb."""
+    """Where and how much to serve: --host, --port, --allow-origin, --max-viewers, --max-replay-mb, and
+    the --overlay the viewer link opens with."""
     from client_server.replays import MAX_REPLAY_MB
 
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)")
@@ -32,6 +33,8 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-viewers", type=int, default=256, help="websocket viewers served at once")
     parser.add_argument("--max-replay-mb", type=int, default=MAX_REPLAY_MB,
                         help="refuse replays whose arrays decode to more MiB than this")
+    parser.add_argument("--overlay", default=None, metavar="NAME",
+                        help="the overlay the printed viewer link opens with (e.g. value, visits)")
 
 
 def check_server_flags(args: argparse.Namespace) -> None:
@@ -82,6 +85,8 @@ def serve_command(args: argparse.Namespace) -> int:
             if decoded_bytes(args.replay) > args.max_replay_mb * 2**20:
                 raise ReplayError(args.replay, f"decodes to more than --max-replay-mb {args.max_replay_mb} MiB")
             url += f"?replay={Path(args.replay).name}"
+    if getattr(args, "overlay", None):
+        url += ("&" if "?" in url else "?") + f"overlay={args.overlay}"
         app = create_app(replay_dir=directory, **guard)
     console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)
     serve(app, host=args.host, port=args.port)

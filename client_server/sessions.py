@@ -178,6 +178,7 @@ class LiveSession:
             self.policy.reset(seed)
         self.policy_spec = policy_spec
         self.obs, _ = self.env.reset()
+        self.values = self._value_overlay()
         self.frame = self.env.frame()
         self.material = self.env.material.copy()
         self.tick_json = dumps(tick_packet(0, self.frame, None))
@@ -186,6 +187,17 @@ class LiveSession:
         self.lock = threading.Lock()
         self.step_requests = 0
         self.task: asyncio.Task | None = None
+
+    def _value_overlay(self):
+        """A "value" overlay for a policy with value estimates (`last_values`, as trained
+        checkpoints have): the mean estimate per tile this episode (`ValueMap`); None otherwise."""
+        from nmmo.overlays import ValueMap
+
+        if not isinstance(getattr(self.policy, "last_values", None), dict):
+            return None
+        values = ValueMap(self.env.config.MAP_SIZE)
+        self.env.overlays.register("value", values.heatmap())
+        return values
 
     def header(self) -> dict:
         config = self.env.config
@@ -203,9 +215,14 @@ class LiveSession:
             reset = False
             if env.done or not env.agents:
                 self.obs, _ = env.reset()
+                self.values = self._value_overlay()
                 reset = True
             else:
-                actions = self.policy.act({a: o for a, o in self.obs.items() if a in env.agents})
+                live = {a: o for a, o in self.obs.items() if a in env.agents}
+                actions = self.policy.act(live)
+                if self.values is not None:
+                    self.values.add_observed(live, self.policy.last_values)
+                    env.overlays.update("value", self.values.heatmap())
                 self.obs, *_ = env.step(actions)
             frame = env.frame()
             material = env.material

@@ -1,8 +1,9 @@
 """`nmmo demo`: the main job on embedded defaults, and what `make demo` runs.
 
-A held-out map (generated, previewed as a PNG), a tournament of the scripted bots in the canonical
-format recording a replay per episode, the leaderboard, and with ``--serve`` the 3D viewer on the
-first replay (`client_server`), until Ctrl-C.
+A held-out map (generated, previewed as a PNG), a tournament of the scripted bots and the shipped
+neural baseline (`baseline:small`) in the canonical format recording a replay per episode (with the
+baseline's value function as the ``value`` overlay), the leaderboard, and with ``--serve`` the 3D
+viewer on the first replay (`client_server`), opened on that overlay, until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,6 +16,21 @@ from nmmo import config as config_module
 from nmmo.cli import add_command, cli_command, console
 
 DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
+#: The shipped neural baseline joins the demo when its package (torch, the [train] extra) is there.
+DEMO_BASELINE = "baseline:small"
+
+
+def demo_policies() -> list[str]:
+    """The scripted bots, and the shipped baseline when it can be loaded (it paints the replays'
+    value overlay); without torch the demo runs with the bots alone and says so."""
+    from nmmo.policy import load_policy_class
+
+    try:
+        load_policy_class(DEMO_BASELINE)
+    except ValueError as err:
+        console.print(f"(the demo runs without {DEMO_BASELINE}: {err})", highlight=False)
+        return list(DEMO_POLICIES)
+    return [*DEMO_POLICIES[:2], DEMO_BASELINE, *DEMO_POLICIES[2:]]
 
 
 def _check_demo(args: argparse.Namespace) -> None:
@@ -41,23 +57,28 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                   f"{stats['fractions']['forest']:.2f}, {stats['reachable_fraction']:.0%} of walkable tiles "
                   f"reachable from spawns; preview {preview}")
     ticks = config.HORIZON if args.ticks is None else args.ticks
-    console.print(f"2. tournament: {', '.join(DEMO_POLICIES)} share {config.PLAYER_N} agents in equal shares with "
+    policies = demo_policies()
+    console.print(f"2. tournament: {', '.join(policies)} share {config.PLAYER_N} agents in equal shares with "
                   f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {ticks} "
                   "ticks on held-out maps, ranked by lifetime then achievement, rated with TrueSkill")
     replays = args.out / "replays"
-    results = run_tournament(config, DEMO_POLICIES, episodes=args.episodes, ticks=ticks, seed=0,
+    results = run_tournament(config, policies, episodes=args.episodes, ticks=ticks, seed=0,
                              workers=args.workers, record_dir=str(replays))
     print_tournament(wide_console(), results)
     paths = save_results(results, args.out)
     console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
                   highlight=False)
+    overlay = "value" if DEMO_BASELINE in policies else None
     if not args.serve:
-        console.print(f"4. watch an episode: {cli_command()} serve --replay {replays / 'episode_000.replay'}",
-                      highlight=False)
+        console.print(f"4. watch an episode: {cli_command()} serve --replay {replays / 'episode_000.replay'}"
+                      + (" --overlay value" if overlay else ""), highlight=False)
         return 0
     from client_server.cli import serve_command
 
-    console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)", highlight=False)
+    console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)"
+                  + (f"; it opens on the 'value' overlay: {DEMO_BASELINE}'s learned value function painted on "
+                     "the map (the overlay menu has the others)" if overlay else ""), highlight=False)
+    args.overlay = args.overlay or overlay
     args.replay, args.replay_dir, args.live = str(replays / "episode_000.replay"), str(replays), False
     return serve_command(args)
 

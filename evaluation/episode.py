@@ -121,6 +121,33 @@ def _live(env: nmmo.Env, team_policy: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return ids.astype(np.int64), team_policy[teams], teams
 
 
+class ValueOverlays:
+    """Value-function overlays of a recorded episode: for each in-process policy that exposes value
+    estimates (a trained checkpoint's `last_values`), the mean estimate per tile so far (`ValueMap`),
+    named ``value`` (``value: SPEC`` when several policies have one). The overlay is refreshed every
+    `every` ticks, which keeps replays small (each refresh stores a map-sized layer)."""
+
+    def __init__(self, env: nmmo.Env, handles: list, every: int = 16) -> None:
+        from nmmo.overlays import ValueMap
+
+        self.env, self.every = env, every
+        self.policies = [p for p, handle in enumerate(handles) if getattr(handle, "last_values", None) is not None]
+        self.handles = handles
+        several = len(self.policies) > 1
+        self.names = {p: f"value: {handles[p].spec}" if several else "value" for p in self.policies}
+        self.maps = {p: ValueMap(env.config.MAP_SIZE) for p in self.policies}
+
+    def add(self, seen: list[dict[int, dict]], tick: int) -> None:
+        """Add this tick's estimates of each policy's agents (`seen`: what each policy observed); the
+        overlay appears with the first estimates, so a replay shows it from its first tick."""
+        for p in self.policies:
+            self.maps[p].add_observed(seen[p], self.handles[p].last_values or {})
+            if self.names[p] not in self.env.overlays.user_names():
+                self.env.overlays.register(self.names[p], self.maps[p].heatmap())
+            elif tick % self.every == 0 or tick + 1 >= self.env.config.HORIZON:  # the last tick is recorded too
+                self.env.overlays.update(self.names[p], self.maps[p].heatmap())
+
+
 def run_episode(task: EpisodeTask) -> EpisodeResult:
     """Play one episode to its horizon (or until nobody is left) and return its lifetimes."""
     start = time.perf_counter()
@@ -141,12 +168,16 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
             handle.reset(policy_seed(task.seed, p))
         ids, owners, teams = _live(env, team_policy)
         owner_of[ids], team_of[ids] = owners, teams
+        values = ValueOverlays(env, handles) if task.replay_path is not None else None
         while env.agents:
+            seen = [{agent: obs[agent] for agent in ids[owners == p].tolist()} for p in range(n)]
             for p in order:
-                handles[p].submit({agent: obs[agent] for agent in ids[owners == p].tolist()})
+                handles[p].submit(seen[p])
             actions: dict[int, dict] = {}
             for p in order:
                 actions.update(handles[p].collect())
+            if values is not None:
+                values.add(seen, env.tick)
             try:
                 obs, _, _, _, infos = env.step(actions)
             except ValueError:  # the world did not advance: play the tick with everyone idle

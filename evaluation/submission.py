@@ -61,9 +61,14 @@ def validate_actions(actions: Any, controlled: set[int] | frozenset[int]) -> tup
 
 
 # ------------------------------------------------------------------ specs
+#: Spec prefixes of policies that ship with the package (code and weights): they run in-process.
+TRUSTED_PREFIXES = ("scripted:", "baseline:")
+
+
 def is_trusted(spec: str) -> bool:
-    """Built-in and scripted policies run in-process; everything else is a submission."""
-    return spec in BUILTIN or spec.startswith("scripted:")
+    """Built-in, scripted and shipped baseline policies run in-process; everything else (a file, a
+    module, a checkpoint given by path) is a submission."""
+    return spec in BUILTIN or spec.startswith(TRUSTED_PREFIXES)
 
 
 def worker_spec(spec: str) -> str:
@@ -155,6 +160,13 @@ class InProcessPolicy(PolicyHandle):
     def collect(self) -> dict[int, dict]:
         actions, self._actions = self._actions, {}
         return actions
+
+    @property
+    def last_values(self) -> dict[int, float] | None:
+        """The policy's value estimates of its last call ({agent: value}), when it has any (trained
+        checkpoints do): what a value overlay paints."""
+        values = getattr(self._policy, "last_values", None)
+        return values if isinstance(values, dict) else None
 
 
 class SubprocessPolicy(PolicyHandle):

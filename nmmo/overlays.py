@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nmmo.enums import Material
+from nmmo.enums import EntityAttr, Material
 from nmmo.replay import capture
 from nmmo.rules import danger_map
 from nmmo.state import State
@@ -61,6 +61,14 @@ class ValueMap:
         flat = np.asarray(rows, dtype=np.int64) * self.size + np.asarray(cols, dtype=np.int64)
         self.total += np.bincount(flat, weights=np.asarray(values, dtype=np.float64), minlength=self.total.size)
         self.count += np.bincount(flat, minlength=self.count.size)
+
+    def add_observed(self, observations: dict[int, dict], values: dict[int, float]) -> None:
+        """Add each agent's estimate on the tile it stands on, read from its observation (its own
+        Entity row), for the agents in both dicts (a policy's `last_values` and what it saw)."""
+        agents = [a for a in values if a in observations]
+        if agents:
+            me = np.stack([observations[a]["Entity"][0] for a in agents])
+            self.add(me[:, EntityAttr.ROW], me[:, EntityAttr.COL], np.array([values[a] for a in agents]))
 
     def heatmap(self, fill: float | None = None) -> np.ndarray:
         """The mean estimate per visited tile; unvisited tiles hold `fill`, by default the lowest

@@ -23,7 +23,6 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
 
     import nmmo
     from nmmo.cli import progress_enabled
-    from nmmo.enums import EntityAttr
     from nmmo.overlays import ValueMap
     from nmmo.policy import load_policy_class
 
@@ -46,9 +45,7 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         live = {a: o for a, o in obs.items() if a in env.agents}
         actions = policy.act(live)
         if value_overlay and live:
-            me = np.stack([live[a]["Entity"][0] for a in policy.last_values])
-            values = np.array(list(policy.last_values.values()))
-            value_map.add(me[:, EntityAttr.ROW], me[:, EntityAttr.COL], values)
+            value_map.add_observed(live, policy.last_values)
             env.overlays.update("value", value_map.heatmap())
         start = time.perf_counter()
         obs, _, terminations, truncations, infos = env.step(actions)

@@ -63,6 +63,40 @@ def test_checkpoint_plays_as_a_policy_and_paints_a_value_overlay(tmp_path):
     assert low < high and (heat == 0).mean() > 0.9  # unvisited tiles (most of the map) hold the lowest mean
 
 
+def test_saved_and_reloaded_policy_gives_identical_actions_and_values(tmp_path):
+    """The trained model in memory, its checkpoint and its exported weights (no optimizer state,
+    a fraction of the size) give the same outputs, bit for bit; and as policies, the two files give
+    the same actions and values tick after tick for the same seed."""
+    from baselines.model import to_tensors
+    from baselines.policy import CheckpointPolicy
+
+    summary = train(tiny_args(tmp_path))
+    weights = load_checkpoint(summary["weights"])
+    assert "optimizer" not in weights and weights["step"] == summary["steps"]
+    assert (tmp_path / "weights.pt").stat().st_size < (tmp_path / "checkpoint.pt").stat().st_size / 2
+    conf = nmmo.config.load("train_small").set("HORIZON", 16)
+    vec = VectorEnv(conf, num_envs=1, seed=3)
+    obs = to_tensors(vec.reset())
+    trained = summary["model"].eval()
+    state, reset = trained.initial_state(vec.rows), torch.zeros(vec.rows)
+    with torch.no_grad():
+        expected = trained(obs, state, reset)
+        for path in (summary["checkpoint"], summary["weights"]):
+            reloaded = Policy(**load_checkpoint(path)["model_kwargs"])
+            reloaded.load_state_dict(load_checkpoint(path)["model"])
+            for a, b in zip(expected[:4], reloaded.eval()(obs, state, reset)[:4], strict=True):
+                assert torch.equal(a, b), path
+
+    policies = [CheckpointPolicy(conf, seed=7, path=path) for path in (summary["checkpoint"], summary["weights"])]
+    env = nmmo.Env(conf, seed=1)
+    observations, _ = env.reset()
+    while env.agents:
+        live = {a: o for a, o in observations.items() if a in env.agents}
+        actions = [policy.act(live) for policy in policies]
+        assert actions[0] == actions[1] and policies[0].last_values == policies[1].last_values
+        observations, *_ = env.step(actions[0])
+
+
 def test_vector_env_workers_match_in_process():
     conf = nmmo.config.load("train_small")
 
@@ -157,3 +191,34 @@ def test_a_kill_between_checkpoint_and_log_loses_and_duplicates_no_row(tmp_path)
     assert [r["iteration"] for r in read_log(tmp_path)] == [1, 2, 3]
     assert (tmp_path / "log.csv").read_text().count("\n") == 4  # header + 3 rows
     assert not stale.exists()
+
+
+def test_the_shipped_baseline_loads_and_acts_in_the_canonical_tournament_world():
+    """`baseline:small` is in the package: weights only (no optimizer state, under 1 MB), loaded
+    through the policy scheme, acting with valid actions and finite values on the canonical
+    tournament config it was trained for; an unknown name says which baselines exist."""
+    from baselines.policy import WEIGHTS_DIR
+    from nmmo.policy import load_policy_class
+
+    path = WEIGHTS_DIR / "small.pt"
+    assert path.stat().st_size < 1_000_000
+    weights = load_checkpoint(path)
+    assert "optimizer" not in weights and weights["config_name"] == "train_tournament"
+    conf = nmmo.config.load("tournament").set("HORIZON", 8)
+    policy = load_policy_class("baseline:small")(conf, seed=0)
+    env = nmmo.Env(conf, seed=2)
+    observations, _ = env.reset()
+    moved = False
+    while env.agents:
+        live = {a: o for a, o in observations.items() if a in env.agents}
+        actions = policy.act(live)
+        assert set(actions) == set(live)
+        for agent, action in actions.items():
+            assert live[agent]["ActionTargets"]["Move"]["Direction"][action["Move"]["Direction"]] == 1, agent
+        assert set(policy.last_values) == set(live)
+        assert all(math.isfinite(v) for v in policy.last_values.values())
+        moved |= any(action["Move"]["Direction"] != 4 for action in actions.values())
+        observations, *_ = env.step(actions)
+    assert moved  # a trained policy, not one that stands still
+    with pytest.raises(ValueError, match="baseline:small"):
+        load_policy_class("baseline:large")

@@ -87,6 +87,17 @@ POLICIES = ("my_agent.py:Agent", "scripted:Forage")  # named in the replay, with
 TEAM_POLICY = [(team // 3) % 2 for team in range(32)]  # team t plays POLICIES[TEAM_POLICY[t]] (not t % 2)
 
 
+def record_baseline_episode(path: Path) -> None:
+    """A short tournament episode of the shipped neural baseline beside scripted Forage, recorded
+    as the demo records it: the replay carries the baseline's "value" overlay."""
+    pytest.importorskip("torch")
+    from evaluation.episode import EpisodeTask, run_episode
+
+    conf = nmmo.config.load("tournament").set("HORIZON", 40).set("PLAYER_N", 40)
+    run_episode(EpisodeTask(0, conf.to_toml(), conf.name, ("baseline:small", "scripted:Forage"), 5,
+                            nmmo.world.map_seed(conf, 0, "eval"), replay_path=str(path)))
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("browser_replays")
@@ -99,6 +110,7 @@ def server(tmp_path_factory):
     for _ in range(30):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
     env.save_replay(directory / "browser.replay", policies=list(POLICIES), team_policy=TEAM_POLICY)
+    record_baseline_episode(directory / "baseline.replay")
     with running(lambda port: create_app(replay_dir=directory, port=port)) as port:
         yield f"http://127.0.0.1:{port}"
 
@@ -221,3 +233,20 @@ def check_speed_menu(browser):
     menu.select_by_value(pick)
     wait_for(browser, f"return window.viewer.speed === {float(pick)}")
     assert float(menu.first_selected_option.get_attribute("value")) == float(pick)
+
+
+def test_the_shipped_baseline_paints_its_value_function(server, browser):
+    """The demo's link (`?overlay=value`) opens the baseline's replay on its learned value
+    function: the overlay menu shows it, the legend gives its range, and the map is painted."""
+    browser.get(f"{server}/?replay=baseline.replay")
+    wait_for(browser, "return window.viewer && window.viewer.packets > 0")
+    time.sleep(1.0)
+    plain = screenshot(browser, "viewer_baseline.png")
+    browser.get(f"{server}/?replay=baseline.replay&overlay=value")
+    wait_for(browser, "return window.viewer && window.viewer.overlay === 'value'")
+    wait_for(browser, "return document.getElementById('legend').innerText.includes('value')")
+    assert Select(browser.find_element(By.ID, "overlay-select")).first_selected_option.text == "value"
+    time.sleep(1.0)
+    painted = screenshot(browser, "viewer_value_overlay.png")
+    changed = np.abs(painted.astype(int) - plain.astype(int)).sum(axis=2) > 30
+    assert changed.mean() > 0.05, "the value overlay did not change the picture"

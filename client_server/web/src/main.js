@@ -95,6 +95,7 @@ class Viewer {
     this.terrainLegend.show(h);
     this.legend.hide();
     this.overlayMenu.fill(h.overlays || []);
+    this.openRequestedOverlay(h.overlays || []);
     this.timeline.setSpeedRange(speedRange(h), session.speed);
     this.timeline.setTicks(session.ticks, session.tick); // replays hold ticks 0..ticks
     const size = h.size | 0;
@@ -104,6 +105,14 @@ class Viewer {
     }
     this.updateControls();
     this.statusDirty = true;
+  }
+
+  /** The overlay the link asks for (`?overlay=value`), once, when the header offers it. */
+  openRequestedOverlay(names) {
+    const wanted = new URLSearchParams(location.search).get('overlay');
+    if (!wanted || this.requestedOverlayShown || !names.includes(wanted)) return;
+    this.requestedOverlayShown = true;
+    this.session.chooseOverlay(wanted);
   }
 
   onTick() {
