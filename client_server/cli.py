@@ -85,9 +85,9 @@ def serve_command(args: argparse.Namespace) -> int:
             if decoded_bytes(args.replay) > args.max_replay_mb * 2**20:
                 raise ReplayError(args.replay, f"decodes to more than --max-replay-mb {args.max_replay_mb} MiB")
             url += f"?replay={Path(args.replay).name}"
+        app = create_app(replay_dir=directory, **guard)
     if getattr(args, "overlay", None):
         url += ("&" if "?" in url else "?") + f"overlay={args.overlay}"
-        app = create_app(replay_dir=directory, **guard)
     console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)
     serve(app, host=args.host, port=args.port)
     return 0

@@ -126,3 +126,22 @@ def test_serve_rejects_a_bad_allow_origin(tmp_path, capsys):
     env.save_replay(replay)
     assert main(["serve", "--replay", str(replay), "--allow-origin", "not-an-origin"]) == 2
     assert "--allow-origin expects an origin" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra", [[], ["--overlay", "value"]])
+def test_serve_builds_a_replay_app_and_prints_its_link(tmp_path, capsys, monkeypatch, extra):
+    """`nmmo serve --replay` (with or without --overlay) reaches the server with a replay app and
+    prints the link that opens that replay (and that overlay)."""
+    import client_server.server
+    from nmmo.cli import main
+
+    replay = tmp_path / "x.replay"
+    env = nmmo.Env(nmmo.config.Small().set("PLAYER_N", 4), seed=0, record=True)
+    env.reset()
+    env.save_replay(replay)
+    served = {}
+    monkeypatch.setattr(client_server.server, "serve", lambda app, host, port: served.update(app=app, host=host))
+    assert main(["serve", "--replay", str(replay), "--port", "8125", *extra]) == 0
+    assert served["host"] == "127.0.0.1" and served["app"] is not None
+    link = "http://127.0.0.1:8125/?replay=x.replay" + ("&overlay=value" if extra else "")
+    assert link in capsys.readouterr().out

@@ -199,3 +199,20 @@ def test_a_live_run_and_its_replay_send_the_same_overlay_bytes(tmp_path):
         replayed = overlay_field(name, quantized=replay_overlay(replay, name, tick, viewer.visits))
         assert replayed == live[name], name
         assert live[name]["max"] > live[name]["min"], name  # a picture, not a blank
+
+
+def test_a_live_run_of_the_shipped_baseline_paints_its_value_function():
+    """`nmmo serve --live --policy baseline:small` offers a "value" overlay: the baseline's value
+    estimates, averaged per tile where its agents stood, growing as the run goes on; a scripted
+    policy (no value estimates) offers none."""
+    pytest.importorskip("torch")
+    conf = nmmo.config.load("tournament").set("HORIZON", 50)
+    session = LiveSession(conf, "baseline:small", seed=3)
+    assert "value" in session.header()["overlays"]
+    for _ in range(10):
+        session.advance()
+    painted = session.env.overlays.get("value")
+    standing = [(view.row, view.col) for view in session.env.realm.players.values()]
+    assert np.isfinite(painted).all() and np.ptp(painted) > 0
+    assert (painted[tuple(np.array(standing).T)] != painted.min()).any()  # painted where agents stand
+    assert "value" not in LiveSession(conf, "scripted:Forage", seed=3).header()["overlays"]
