@@ -1,3 +1,4 @@
+import importlib.util
 import subprocess
 import sys
 import zipfile
@@ -6,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from nmmo.cli import main
+from nmmo.replay import load_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,6 +90,11 @@ def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
     assert "tournament" in out and "Leaderboard" in out and "scripted:Forage" in out
     assert (out_dir / "demo_map.png").is_file() and (out_dir / "results.json").is_file()
     assert sorted(p.name for p in (out_dir / "replays").iterdir()) == ["episode_000.replay", "episode_001.replay"]
+    if importlib.util.find_spec("torch") is not None:  # the shipped baseline plays and paints its value function
+        assert "baseline:small" in out and "--overlay value" in out
+        replay = load_replay(out_dir / "replays" / "episode_000.replay")
+        data, low, high = replay.overlay_at("value", 19)
+        assert high > low
 
 
 # ------------------------------------------------------------ bad input
