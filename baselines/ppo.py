@@ -413,9 +413,21 @@ def curves(out: str | os.PathLike) -> Path | None:
               ("policy_loss", "policy loss"), ("value_loss", "value loss"), ("entropy", "entropy"),
               ("agent_steps_per_s", "agent-steps/s (end to end)")]
     fig, axes = plt.subplots(3, 3, figsize=(12, 9))
-    steps = [r["step"] for r in rows]
+    steps = np.array([r["step"] for r in rows], dtype=np.float64)
+    window = max(1, len(rows) // 40)
     for ax, (key, title) in zip(axes.ravel(), panels, strict=True):
-        ax.plot(steps, [r.get(key, float("nan")) for r in rows])
+        values = np.array([r.get(key, float("nan")) for r in rows], dtype=np.float64)
+        # metrics average the agents that finished in an iteration: weigh each row by their number
+        weights = np.array([r.get("episodes", 1) for r in rows], dtype=np.float64) if key in METRIC_NAMES \
+            else np.ones(len(rows))
+        weights[~np.isfinite(values)] = 0
+        ax.plot(steps, values, color="tab:blue", alpha=0.3, linewidth=0.8)
+        if window > 1:
+            kernel = np.ones(window)
+            mean = np.convolve(np.nan_to_num(values) * weights, kernel, "valid") / np.maximum(
+                np.convolve(weights, kernel, "valid"), 1e-9)
+            ax.plot(steps[window - 1:], mean, color="tab:blue", label=f"mean of {window} iterations")
+            ax.legend(fontsize=7, loc="best")
         ax.set_title(title)
         ax.set_xlabel("agent-steps")
     fig.tight_layout()
