@@ -140,6 +140,8 @@ def test_a_world_loaded_from_a_lone_env_reads_back_the_same():
     assert worlds.ticks().tolist() == [500, 30, 500]
     with pytest.raises(NotImplementedError, match="world_state"):
         worlds.players  # noqa: B018 - ids repeat across worlds: no id-keyed views
+    with pytest.raises(NotImplementedError, match="world_state"):
+        worlds.npcs  # noqa: B018
 
 
 def test_a_block_restored_from_seeds_and_actions_goes_on_identically():
