@@ -70,6 +70,10 @@ class Args:
     """PPO epochs per rollout."""
     minibatches: int = 4
     """Minibatches per epoch (each a set of whole slot sequences)."""
+    minibatch_agent_steps: int = 0
+    """When > 0, each epoch has one minibatch per this many live agent-steps of the rollout (at least
+    one) instead of `minibatches`: gradient steps per agent-step then stay the same whatever share of
+    the slots holds live agents (the experiments compare conditions this way)."""
     seed: int = 0
     """Seed of the envs, the network's initialisation and the minibatch shuffles."""
     device: str = "cpu"

@@ -289,6 +289,14 @@ def as_chunks(a: np.ndarray, length: int) -> np.ndarray:
     return chunks.reshape(length, t_len // length * rows, *a.shape[2:])
 
 
+def minibatch_count(args, live_agent_steps: int) -> int:
+    """Minibatches per epoch: `args.minibatches`, or one per `args.minibatch_agent_steps` live
+    agent-steps when that is set (at least one)."""
+    if args.minibatch_agent_steps > 0:
+        return max(1, round(live_agent_steps / args.minibatch_agent_steps))
+    return args.minibatches
+
+
 def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, chunk_states,
             rng: np.random.Generator) -> dict:
     """PPO epochs over the rollout cut into BPTT chunks of `args.bptt` ticks, each replayed through
@@ -301,10 +309,11 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
     initial_state = (torch.cat([h for h, _ in chunk_states]).unsqueeze(0),
                      torch.cat([c for _, c in chunk_states]).unsqueeze(0))
     order = np.flatnonzero(valid.any(axis=0))  # chunks with no live agent teach nothing
+    count = minibatch_count(args, int(valid.sum()))
     stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": []}
     for _ in range(args.epochs):
         rng.shuffle(order)
-        for cols in np.array_split(order, min(args.minibatches, len(order))):
+        for cols in np.array_split(order, max(1, min(count, len(order)))):
             def take(a: np.ndarray, cols: np.ndarray = cols) -> torch.Tensor:
                 return torch.as_tensor(a[:, cols].reshape(length * len(cols), *a.shape[2:]), device=args.device)
 
@@ -338,7 +347,8 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
             for name, value_ in (("policy_loss", policy_loss), ("value_loss", value_loss),
                                  ("entropy", entropy_mean), ("approx_kl", kl)):
                 stats[name].append(float(value_.detach()))
-    return {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
+    means = {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
+    return {**means, "updates": len(stats["policy_loss"])}  # gradient steps this iteration
 
 
 def _log_row(iteration, step, started, timing, valid, rewards, finished, losses) -> dict:

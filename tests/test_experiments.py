@@ -65,6 +65,10 @@ def check_results(path, experiment, keys):
         assert entry["steps"] >= saved["settings"]["steps"] and entry["history"]
         assert entry["train_command"].startswith("nmmo train --config ") and entry["maps_seen"] >= 1
         assert len(entry["map_seeds_seen"]) == entry["maps_seen"]
+        # minibatches sized by live agent-steps: about one gradient step per minibatch_agent_steps
+        per = saved["settings"]["minibatch_agent_steps"]
+        assert entry["updates"] >= 1
+        assert entry["updates"] <= entry["iterations"] * 2 * (entry["steps"] / entry["iterations"] / per + 1)
     return saved
 
 
@@ -144,3 +148,21 @@ def test_rises_and_intervals_are_read_as_documented():
              "lifetime_train_cap": {"mean": 20}, "lifetime_test_cap": {"mean": 20}}]
     said = population.verdict(rows, 32)
     assert "do not overlap" in said[0] and "within noise" in said[1] and "falls" in said[2]
+
+
+def test_gradient_steps_follow_live_agent_steps_and_the_note_flags_unequal_rates():
+    from argparse import Namespace
+
+    from baselines.experiments.common import iterations_note
+    from baselines.ppo import minibatch_count
+
+    fixed = Namespace(minibatches=4, minibatch_agent_steps=0)
+    sized = Namespace(minibatches=4, minibatch_agent_steps=256)
+    assert minibatch_count(fixed, 10_000) == minibatch_count(fixed, 100) == 4
+    assert minibatch_count(sized, 10_240) == 40 and minibatch_count(sized, 512) == 2
+    assert minibatch_count(sized, 3) == 1  # never none
+    equal = [{"cap": 4, "steps": [1000], "updates": [8]}, {"cap": 256, "steps": [2000], "updates": [16]}]
+    assert iterations_note(equal, "cap") == []
+    unequal = [{"cap": 4, "steps": [1000], "updates": [8]}, {"cap": 256, "steps": [1000], "updates": [40]}]
+    (note,) = iterations_note(unequal, "cap")
+    assert "cap 4: 8.00" in note and "cap 256: 40.00" in note

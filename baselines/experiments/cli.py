@@ -17,14 +17,16 @@ from baselines.experiments.common import Budget, reward_recipe
 from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
 
 #: Flags of every experiment that go into the command line recorded in the results file.
-RECORDED = ("config", "caps", "test_cap", "maps", "seeds", "steps", "minutes", "rows", "eval_episodes", "eval_ticks",
+RECORDED = ("config", "caps", "test_cap", "maps", "seeds", "steps", "minutes", "rows", "minibatch_agent_steps",
+            "eval_episodes", "eval_ticks",
             "eval_seed", "out")
 
 
 def budget_from(args: argparse.Namespace) -> Budget:
     """The `Budget` the flags ask for (checked)."""
     ray = ray_options(args)
-    return Budget(steps=args.steps, minutes=args.minutes, rows=args.rows, eval_episodes=args.eval_episodes,
+    return Budget(steps=args.steps, minutes=args.minutes, rows=args.rows,
+                  minibatch_agent_steps=args.minibatch_agent_steps, eval_episodes=args.eval_episodes,
                   eval_ticks=args.eval_ticks, eval_seed=args.eval_seed, threads=args.threads, workers=args.workers,
                   backend=ray["backend"], ray_address=ray["ray_address"], progress=not args.quiet).check()
 
@@ -92,6 +94,9 @@ def _common(parser: argparse.ArgumentParser, name: str, config: str, steps: int,
                         "(runs may then differ in agent-steps: the results file records each run's)")
     parser.add_argument("--rows", type=int, default=512, help="agent slots stepped per tick: each run steps "
                         "max(1, ROWS // population cap) envs")
+    parser.add_argument("--minibatch-agent-steps", type=int, default=Budget.minibatch_agent_steps,
+                        help="one minibatch per this many live agent-steps: every condition makes the same "
+                        "gradient steps per agent-step")
     parser.add_argument("--eval-episodes", type=int, default=eval_episodes, help="self-contained evaluation "
                         "episodes per checkpoint and setting (0: none)")
     parser.add_argument("--eval-ticks", type=int, default=None, help="ticks per evaluation episode (default: the "

@@ -78,6 +78,10 @@ class Budget:
     steps: int
     minutes: float | None = None
     rows: int = 512
+    #: One minibatch per this many live agent-steps (`Args.minibatch_agent_steps`): every condition
+    #: makes the same gradient steps per agent-step, however many of its slots hold live agents.
+    #: 256 is about the shipped recipe's (2,800 agent-steps an iteration in 16 minibatches).
+    minibatch_agent_steps: int = 256
     eval_episodes: int = 2
     eval_ticks: int | None = None
     eval_seed: int = 0
@@ -93,7 +97,8 @@ class Budget:
             raise ValueError(f"--steps must be a positive number of agent-steps, got {self.steps}")
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"--minutes must be positive, got {self.minutes}")
-        for flag, value, low in (("--rows", self.rows, 1), ("--eval-episodes", self.eval_episodes, 0),
+        for flag, value, low in (("--rows", self.rows, 1), ("--minibatch-agent-steps", self.minibatch_agent_steps, 1),
+                                 ("--eval-episodes", self.eval_episodes, 0),
                                  ("--threads", self.threads, 1), ("--workers", self.workers, 0),
                                  ("--eval-seed", self.eval_seed, 0)):
             if value < low:
@@ -104,7 +109,8 @@ class Budget:
 
     def settings(self) -> dict[str, Any]:
         """The settings that change results (a resumed experiment must keep them)."""
-        return {"steps": self.steps, "minutes": self.minutes, "rows": self.rows, "eval_episodes": self.eval_episodes,
+        return {"steps": self.steps, "minutes": self.minutes, "rows": self.rows,
+                "minibatch_agent_steps": self.minibatch_agent_steps, "eval_episodes": self.eval_episodes,
                 "eval_ticks": self.eval_ticks, "eval_seed": self.eval_seed}
 
 
@@ -152,17 +158,21 @@ def train_run(run: Run, budget: Budget, root: Path, resume: bool, experiment: st
     config_path = atomic_write_text(directory / f"{run.config.name}.toml", config.to_toml())
     args = Args(**{**recipe_args(), "config": str(config_path), "seed": run.seed, "total_steps": budget.steps,
                    "minutes": budget.minutes or NO_TIME_LIMIT_MINUTES, "num_envs": run.num_envs(budget.rows),
+                   "minibatch_agent_steps": budget.minibatch_agent_steps,
                    "threads": budget.threads, "workers": budget.workers, "backend": budget.backend,
                    "ray_address": budget.ray_address, "out": str(directory), "resume": carry_on,
                    "progress": budget.progress, "extra": {"experiment": experiment, "run": run.key}})
     started = time.perf_counter()
     summary = train(args)
     seen = maps_seen(maps)
-    return {"steps": int(summary["steps"]), "iterations": int(summary["iterations"]), "num_envs": args.num_envs,
+    history = read_log(directory)
+    updates = sum(int(row.get("updates") or 0) for row in history)
+    return {"steps": int(summary["steps"]), "iterations": int(summary["iterations"]), "updates": updates,
+            "num_envs": args.num_envs,
             "wall_seconds": round(time.perf_counter() - started, 1), "resumed": carry_on,
             "checkpoint": summary["checkpoint"], "train_command": train_command(args),
             "maps_seen": len(seen) if seen else None, "map_seeds_seen": seen,
-            "history": compact_history(read_log(directory))}
+            "history": compact_history(history)}
 
 
 def maps_seen(directory: Path) -> list[int]:
@@ -314,17 +324,23 @@ def condition_stat(entries: list[dict], value: Callable[[dict], dict]) -> dict[s
 
 
 def iterations_note(rows: list[dict], key: str) -> list[str]:
-    """A warning when the runs took very different numbers of PPO iterations for the same agent-steps.
+    """A warning when the runs made very different numbers of gradient steps per agent-step.
 
-    The trainer's batch is a rollout of fixed ticks and each iteration makes the same number of
-    gradient steps, so a condition whose slots hold few live agents (a large cap filling at two
-    spawns a tick) makes more updates per agent-step, which alone can make it learn faster early."""
-    means = {row[key]: float(np.mean(row["iterations"])) for row in rows if row.get("iterations")}
-    if len(means) < 2 or max(means.values()) < 2 * min(means.values()):
+    The trainer's batch is a rollout of fixed ticks, so a condition whose slots hold few live agents
+    (a large cap filling at two spawns a tick) runs more iterations for the same agent-steps; with a
+    fixed minibatch count it would also make more gradient steps per agent-step, which alone can make
+    it learn faster early. The experiments size minibatches by live agent-steps
+    (`Budget.minibatch_agent_steps`) so that this holds; the note says when it does not."""
+    rates = {}
+    for row in rows:
+        steps, updates = row.get("steps"), row.get("updates")
+        if steps and updates and all(updates):
+            rates[row[key]] = 1000 * float(np.sum(updates)) / float(np.sum(steps))
+    if len(rates) < 2 or max(rates.values()) < 1.5 * min(rates.values()):
         return []
-    spread = ", ".join(f"{key} {k}: {v:.0f}" for k, v in means.items())
-    return [f"Caution: the same agent-steps took very different numbers of PPO iterations ({spread}); more "
-            "iterations mean more gradient steps per agent-step, which confounds the comparison at this budget."]
+    spread = ", ".join(f"{key} {k}: {v:.2f}" for k, v in rates.items())
+    return [f"Caution: the runs made very different numbers of gradient steps per 1,000 agent-steps ({spread}), "
+            "which confounds the comparison at this budget."]
 
 
 def fmt(cell: dict | None, digits: int = 1) -> str:

@@ -138,6 +138,7 @@ def summarize(results: dict[str, Any], runs: list[Run]) -> dict[str, Any]:
         row: dict[str, Any] = {"pool": int(condition), "seeds": [e["seed"] for e in entries],
                                "steps": [e["steps"] for e in entries], "maps_seen": [e["maps_seen"] for e in entries],
                                "iterations": [e["iterations"] for e in entries],
+                               "updates": [e.get("updates", 0) for e in entries],
                                "train_lifetime": seed_interval([train_lifetime(e) for e in entries])}
         if entries[0]["eval"]:
             row["train_maps"] = condition_stat(entries, lambda e: e["eval"]["train_maps"]["metrics"]["lifetime"])

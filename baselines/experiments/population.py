@@ -106,7 +106,8 @@ def summarize(results: dict[str, Any], runs: list[Run], test_cap: int) -> dict[s
     rows = []
     for condition, entries in by_condition(results, runs).items():
         row: dict[str, Any] = {"cap": int(condition), "seeds": [e["seed"] for e in entries],
-                               "steps": [e["steps"] for e in entries], "iterations": [e["iterations"] for e in entries]}
+                               "steps": [e["steps"] for e in entries], "iterations": [e["iterations"] for e in entries],
+                               "updates": [e.get("updates", 0) for e in entries]}
         if entries[0]["eval"]:
             for where in ("train_cap", "test_cap"):
                 for name in ("explore", "lifetime"):
@@ -158,10 +159,11 @@ def table(results: dict[str, Any]) -> Table:
     title = (f"Population size and exploration: {budget['steps']:,} agent-steps per run, {seeds} seed(s) per cap, "
              f"{budget['eval_episodes']} eval episode(s) per cap evaluated at; mean [95 % interval]")
     t = Table(title=title)
-    for name in ("cap", "PPO its", "explore @own", f"explore @{test_cap}", "lifetime @own", f"lifetime @{test_cap}"):
+    for name in ("cap", "PPO its", "grad steps", "explore @own", f"explore @{test_cap}", "lifetime @own",
+                 f"lifetime @{test_cap}"):
         t.add_column(name, justify="right")
     for row in summary["rows"]:
-        t.add_row(str(row["cap"]), f"{np.mean(row['iterations']):.0f}",
+        t.add_row(str(row["cap"]), f"{np.mean(row['iterations']):.0f}", f"{np.mean(row.get('updates') or [0]):.0f}",
                   fmt(row.get("explore_train_cap")),
                   fmt(row.get("explore_test_cap")), fmt(row.get("lifetime_train_cap")),
                   fmt(row.get("lifetime_test_cap")))
