@@ -3,7 +3,7 @@
 Usage:
     python benchmarks/bench_forage.py lifetime [--agents 8] [--episodes 8] [--bot Forage]
     python benchmarks/bench_forage.py table [--episodes 4] [--bots Forage Combat Meander]
-    python benchmarks/bench_forage.py causes [--agents 256] [--episodes 2] [--bot Forage]
+    python benchmarks/bench_forage.py causes [--agents 256] [--episodes 2] [--bot Forage] [--reveal-map]
 
 `lifetime` and `table` are `evaluation.evaluate` runs on `small_maps` (self-contained, held-out
 maps, continuous respawn, means over every lifetime, those cut by the horizon included): the
@@ -11,7 +11,11 @@ first prints the mean lifetime per map and overall with PLAYER_N agents; the sec
 Table 1 metrics per bot with the config's 256 agents. `causes` replays the same episodes (same
 seeds and maps) in this process and classifies every death from the engine state of the tick it
 died in (the bots never read it): lava, an NPC or a player hit, starvation, dehydration, both;
-it also reports how many forests stood unharvested, per tick on average, in the outer band.
+it also reports how many forests stood unharvested, per tick on average, in the outer band, and
+for each death (with `--agents` at most 32) the walk from the agent's spawn to its nearest
+*home*: a drinking tile with a forest or scrub at most 5 steps away, the nearest loop that 10
+food and 10 water (the starting capacities) keep up. `--reveal-map` gives the bot's memory the
+whole map before the first tick (a bound: what a perfect memory and search would add).
 """
 
 from __future__ import annotations
@@ -71,18 +75,48 @@ def death_cause(state, slot: int) -> str:
         (bool(starving), bool(parched)), "other")
 
 
-def causes(bot: str, agents: int, episodes: int, seed: int) -> None:
+#: A home: a drinking tile with a forest (or scrub, which regrows) at most this many steps away.
+HOME_REACH = 5
+
+
+def home_distance(material: np.ndarray, row: int, col: int) -> int:
+    """Walking steps from (row, col) to the nearest home on the true map (-1: none reachable)."""
+    from nmmo.rules import WALKABLE
+    from scripted.memory import FAR, closed_border, distance_field
+
+    size = material.shape[0]
+    open_ = closed_border(WALKABLE[material].ravel().copy(), size)
+    water = material == Material.WATER
+    drink = np.zeros_like(water)
+    drink[1:] |= water[:-1]
+    drink[:-1] |= water[1:]
+    drink[:, 1:] |= water[:, :-1]
+    drink[:, :-1] |= water[:, 1:]
+    food = np.flatnonzero((material == Material.FOREST) | (material == Material.SCRUB))
+    nothing = np.zeros(0, dtype=np.int64)
+    to_food = distance_field(open_, food, np.zeros(food.size, dtype=np.int64), size, nothing, size * size,
+                             min_rings=HOME_REACH + 1)
+    homes = np.flatnonzero(drink.ravel() & open_ & (to_food <= HOME_REACH))
+    here = np.array([row * size + col])
+    field = distance_field(open_, homes, np.zeros(homes.size, dtype=np.int64), size, here, size * size)
+    return -1 if field[here[0]] >= FAR else int(field[here[0]])
+
+
+def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = False) -> None:
     import scripted
 
     config = small_maps(agents)
     band = None
     totals: Counter = Counter()
     lifetimes: list[dict] = []
+    homes: list[int] = []
     for s, map_seed in zip(episode_seeds(seed, episodes), eval_map_seeds(config, episodes), strict=True):
         env = nmmo.Env(config, seed=s)
         policy = getattr(scripted, bot)(config)
         obs, _ = env.reset(seed=s, options={"map_seed": map_seed})
         policy.reset(policy_seed(s, 0))
+        if reveal_map:
+            policy.memory.material[:] = env.realm.state.tiles.material
         if band is None:
             from scripted.memory import outer_band
 
@@ -95,15 +129,33 @@ def causes(bot: str, agents: int, episodes: int, seed: int) -> None:
             for aid, done in terminated.items():
                 if done:
                     slot = int(np.flatnonzero(ent.id[: env.n_slots] == aid)[0])
-                    found[death_cause(state, slot)] += 1
+                    cause = death_cause(state, slot)
+                    found[cause] += 1
+                    if agents <= 32 and hasattr(policy, "book"):
+                        row, col = (int(x) for x in policy.book.spawn[aid])
+                        home = home_distance(state.tiles.material, row, col)
+                        homes.append(home)
+                        print(f"  tick {ticks + 1}: agent {aid} died of {cause}; spawned at ({row}, {col}), "
+                              f"{home} steps from the nearest home")
             lifetimes += [info["episode"] for info in infos.values() if "episode" in info]
             fresh += int(np.count_nonzero(state.tiles.material.ravel()[band] == Material.FOREST))
             ticks += 1
         totals.update(found)
         print(f"map {map_seed}: deaths {dict(found)}; unharvested band forests per tick {fresh / ticks:.0f}")
     means = {k: np.mean([life[k] for life in lifetimes]) for k in METRICS}
-    print(f"{bot}, {agents} agents, {episodes} maps, {len(lifetimes)} lifetimes: "
+    print(f"{bot}, {agents} agents, {episodes} maps, {len(lifetimes)} lifetimes"
+          + (" (memory given the whole map)" if reveal_map else "") + ": "
           + ", ".join(f"{k} {v:.2f}" for k, v in means.items()) + f"; deaths {dict(totals)}")
+    # achievement points by category: each category's tiers alone (the total is their sum)
+    from nmmo.metrics import ACHIEVEMENT_TIERS, achievement_points
+
+    values = {name: np.array([life[name] for life in lifetimes], dtype=np.float64) for name in ACHIEVEMENT_TIERS}
+    zero = {name: np.zeros(len(lifetimes)) for name in ACHIEVEMENT_TIERS}
+    parts = {name: achievement_points({**zero, name: values[name]}).mean() for name in ACHIEVEMENT_TIERS}
+    print("achievement points per lifetime by category: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()))
+    if homes:
+        far = sum(1 for h in homes if h < 0 or h >= 14)
+        print(f"deaths whose spawn was 14 or more steps (or no path) from the nearest home: {far} of {len(homes)}")
 
 
 def main() -> None:
@@ -115,13 +167,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=None, help="maps (lifetime: 8, table: 4, causes: 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--reveal-map", action="store_true",
+                        help="causes: the bot's memory starts with the whole map (a bound on memory and search)")
     args = parser.parse_args()
     if args.what == "lifetime":
         lifetime(args.bot, args.agents or 8, args.episodes or 8, args.seed, args.workers)
     elif args.what == "table":
         table(args.bots, args.episodes or 4, args.seed, args.workers)
     else:
-        causes(args.bot, args.agents or 256, args.episodes or 2, args.seed)
+        causes(args.bot, args.agents or 256, args.episodes or 2, args.seed, args.reveal_map)
 
 
 if __name__ == "__main__":

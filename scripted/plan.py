@@ -81,6 +81,9 @@ class Planner(Scripted):
     #: Food, and water as a place to stay, count `crowd_weight` steps farther per entity seen
     #: within `crowd_radius` of them: crowds eat forests bare and stand in the way.
     crowd_weight, crowd_radius = 1, 2
+    #: Unseen ground counts as a source of food and water this many steps beyond the edge of the
+    #: known map (0: off).
+    search_head = 12
     #: Deepest search across unseen ground.
     hope_limit = 64
     #: Flee whatever hits it (Forage never fights back; Combat sizes its attackers up instead).
@@ -139,8 +142,12 @@ class Planner(Scripted):
         forest[here[p.on_forest]] = False  # eaten this tick
         stale = usable & mem.stale(self.stale_ticks)
         scrub = usable & mem.is_(Material.SCRUB) & ~stale
-        f_src, f_head = self.sources([(forest, 0), (stale, self.stale_penalty), (scrub, self.scrub_penalty)])
-        w_src, w_head = self.sources([(usable & mem.next_to(Material.WATER), 0)])
+        # Unseen ground may hold either resource: the edge of the known map counts as a source
+        # `search_head` steps farther, so a far remembered source loses to a search nearby.
+        frontier = usable & self.band & mem.next_to_unknown() if self.search_head else np.zeros_like(usable)
+        f_src, f_head = self.sources([(forest, 0), (stale, self.stale_penalty), (scrub, self.scrub_penalty),
+                                      (frontier, self.search_head)])
+        w_src, w_head = self.sources([(usable & mem.next_to(Material.WATER), 0), (frontier, self.search_head)])
         p.f_src, p.w_src = f_src[f_head == 0], w_src[w_head == 0]  # fresh, in band, not haunted
         # a forest amid a crowd is likely eaten before one gets there: it counts farther
         crowd = box_counts(mem.occupied.reshape(size, size), self.crowd_radius, np.concatenate([f_src, w_src]))

@@ -51,6 +51,23 @@ def test_a_hungry_agent_walks_to_a_forest_it_saw_before_out_of_view():
         assert move_of(bot.act({1: make_obs(window, me={"FOOD": 3, "WATER": 9}, at=at)})) == Direction.EAST
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_thirsty_agent_searches_unseen_ground_nearby_before_a_long_walk_to_known_water(seed):
+    bot = scripted.Forage(config(), seed=seed)
+    here = grass()
+    here[R, R] = Material.FOREST  # fed on the spot: water is the errand
+    teammate = grass()
+    teammate[R, 0] = Material.WATER  # the only water known: 21 steps west, through known ground
+    west = (AT[0], AT[1] - 15)
+    actions = bot.act({1: make_obs(here, me={"FOOD": 10, "WATER": 4}), 2: make_obs(teammate, at=west)})
+    # unseen ground lies 7 steps north, south and east: a search there beats the 21-step walk
+    assert move_of(actions) != Direction.WEST
+    bot = scripted.Forage(config(), seed=seed)
+    teammate[R, 0], teammate[R, 10] = Material.GRASS, Material.WATER  # known water 11 steps west
+    actions = bot.act({1: make_obs(here, me={"FOOD": 10, "WATER": 4}), 2: make_obs(teammate, at=west)})
+    assert move_of(actions) == Direction.WEST  # near enough: no search
+
+
 @pytest.mark.parametrize("bot", ["Forage", "Combat", "ForageNoExplore"])
 @pytest.mark.parametrize("seed", range(4))
 def test_no_step_onto_lava_even_when_the_food_lies_beyond_it(bot, seed):
