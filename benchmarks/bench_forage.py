@@ -79,19 +79,16 @@ def death_cause(state, slot: int) -> str:
 HOME_REACH = 5
 
 
-def home_distance(material: np.ndarray, row: int, col: int) -> int:
-    """Walking steps from (row, col) to the nearest home on the true map (-1: none reachable)."""
+def home_distance(tiles, row: int, col: int) -> int:
+    """Walking steps from (row, col) to the nearest home on the true map (`state.tiles`; -1: none
+    reachable)."""
     from nmmo.rules import WALKABLE
     from scripted.memory import FAR, closed_border, distance_field
 
+    material = tiles.material
     size = material.shape[0]
     open_ = closed_border(WALKABLE[material].ravel().copy(), size)
-    water = material == Material.WATER
-    drink = np.zeros_like(water)
-    drink[1:] |= water[:-1]
-    drink[:-1] |= water[1:]
-    drink[:, 1:] |= water[:, :-1]
-    drink[:, :-1] |= water[:, 1:]
+    drink = tiles.water_adjacent
     food = np.flatnonzero((material == Material.FOREST) | (material == Material.SCRUB))
     nothing = np.zeros(0, dtype=np.int64)
     to_food = distance_field(open_, food, np.zeros(food.size, dtype=np.int64), size, nothing, size * size,
@@ -133,7 +130,7 @@ def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = F
                     found[cause] += 1
                     if agents <= 32 and hasattr(policy, "book"):
                         row, col = (int(x) for x in policy.book.spawn[aid])
-                        home = home_distance(state.tiles.material, row, col)
+                        home = home_distance(state.tiles, row, col)
                         homes.append(home)
                         print(f"  tick {ticks + 1}: agent {aid} died of {cause}; spawned at ({row}, {col}), "
                               f"{home} steps from the nearest home")
