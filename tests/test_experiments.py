@@ -131,6 +131,17 @@ def test_progression_experiment_summarizes_the_curves(tmp_path, capsys):
     assert saved["runs"]["seed0"]["eval"]["heldout"]["metrics"]["lifetime"]["mean"] > 0  # the optional final eval
 
 
+def test_an_early_rise_in_a_long_run_is_placed_where_it_happened():
+    # 500 iterations; foraging rises from 10 to 12 at iteration 20 (4 % into the run), kills at 300
+    history = [{"step": 1000 * (i + 1), "episodes": 250, "forage": 10.0 if i < 20 else 12.0,
+                "player_kills": 0.0 if i < 300 else 0.5} for i in range(500)]
+    forage = progression.describe(*progression.mean_curve([{"history": history}], "forage"), "forage")
+    kills = progression.describe(*progression.mean_curve([{"history": history}], "player_kills"), "player_kills")
+    assert forage["start"] == 10.0 and forage["end"] == 12.0 and forage["rises"]
+    assert 15_000 <= forage["rise_step"] <= 25_000
+    assert kills["rises"] and 290_000 <= kills["rise_step"] <= 310_000
+
+
 def test_rises_and_intervals_are_read_as_documented():
     steps = [0, 100, 200, 300, 400]
     row = progression.describe(steps, [1.0, 1.0, 3.0, 5.0, 2.0], "explore")

@@ -354,14 +354,20 @@ def fmt(cell: dict | None, digits: int = 1) -> str:
 
 def smooth(steps: list, values: list, weights: list, window: int) -> tuple[np.ndarray, np.ndarray]:
     """A moving average of a history column, weighted by the lifetimes each row averaged (rows
-    without finished lifetimes are skipped)."""
+    without finished lifetimes are skipped), with a point for every row. The window is centred, so
+    a rise is placed where it happened, not half a window late; it shrinks to the first row at the
+    start (the untrained policy's level is not averaged with what came after) and keeps its full
+    width at the end (a last iteration with few finished agents does not swing the curve)."""
     data = [(s, v, w or 0) for s, v, w in zip(steps, values, weights, strict=True) if v is not None and w]
     if not data:
         return np.zeros(0), np.zeros(0)
     x, y, w = (np.array(c, dtype=np.float64) for c in zip(*data, strict=True))
-    kernel = np.ones(max(1, min(window, len(y))))
-    total = np.convolve(y * w, kernel, mode="valid") / np.maximum(np.convolve(w, kernel, mode="valid"), 1e-9)
-    return x[len(x) - len(total):], total
+    reach, rows = max(1, window) // 2, np.arange(len(y))
+    half = np.minimum(reach, rows)
+    high = np.minimum(len(y), rows + half + 1)
+    low = np.minimum(rows - half, np.maximum(0, high - (2 * reach + 1)))
+    sums, mass = np.concatenate(([0.0], np.cumsum(y * w))), np.concatenate(([0.0], np.cumsum(w)))
+    return x, (sums[high] - sums[low]) / np.maximum(mass[high] - mass[low], 1e-9)
 
 
 # -------------------------------------------------------------- results file
@@ -442,6 +448,20 @@ def save_figure(fig: Any, path: Path) -> Path:
     fig.savefig(buffer, format="png", dpi=80)
     plt.close(fig)
     return atomic_write_bytes(path, buffer.getvalue())
+
+
+def label_agent_steps(ax: Any) -> None:
+    """An x axis of agent-steps, ticks written short (250k, 1.5M) so that they never run together."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    def short(x: float, _pos: int) -> str:
+        if abs(x) >= 1e6:
+            return f"{x / 1e6:g}M"
+        return f"{x / 1e3:g}k" if abs(x) >= 1e3 else f"{x:g}"
+
+    ax.set_xlabel("agent-steps")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+    ax.xaxis.set_major_formatter(FuncFormatter(short))
 
 
 def pyplot() -> Any:

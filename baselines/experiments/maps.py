@@ -27,6 +27,7 @@ from baselines.experiments.common import (
     evaluate_checkpoint,
     fmt,
     iterations_note,
+    label_agent_steps,
     pyplot,
     run_all,
     save_figure,
@@ -40,9 +41,9 @@ from nmmo import world
 CONFIG = "domain_rand_1"
 POOLS = (1, 32, 256, 16384)
 SEEDS = (0,)
-#: Agent-steps per run of the default budget: 4 pools x 800k agent-steps. Sized from the reduced run
-#: of docs/experiments.md (620 to 780 agent-steps/s per run on a loaded machine; 2 to 2.5 times that
-#: on 2 free cores): about 30 to 40 minutes of training, 5 to 10 of evaluation.
+#: Agent-steps per run of the default budget: 4 pools x 800k agent-steps. Measured end to end on the
+#: 2-core VM (docs/experiments.md, Budgets): 16 minutes in a fast sitting (15 of them training),
+#: about twice that in a slow one.
 DEFAULT_STEPS = 800_000
 EVAL_EPISODES = 2
 #: The paper's Table 2: mean lifetime during training and on unseen maps, and its training epochs.
@@ -207,7 +208,7 @@ def plot(results: dict[str, Any], runs: list[Run], path: Path) -> Path:
             x, y = smooth([h["step"] for h in history], [h["lifetime"] for h in history],
                           [h["episodes"] for h in history], max(1, len(history) // 10))
             axes[2].plot(x, y, color=f"C{index}", label=f"{condition} maps" if k == 0 else None)
-    axes[2].set_xlabel("agent-steps")
+    label_agent_steps(axes[2])
     axes[2].set_title("lifetime over training (finished agents)")
     axes[2].legend(fontsize=8)
     fig.tight_layout()

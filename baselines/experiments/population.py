@@ -29,6 +29,7 @@ from baselines.experiments.common import (
     evaluate_checkpoint,
     fmt,
     iterations_note,
+    label_agent_steps,
     pyplot,
     run_all,
     save_figure,
@@ -42,9 +43,9 @@ CAPS = (4, 32, 256)
 #: The common test cap every checkpoint is also evaluated at: the largest training cap.
 TEST_CAP = 256
 SEEDS = (0, 1, 2)
-#: Agent-steps per run of the default budget: 3 caps x 3 seeds x 500k agent-steps. Sized from the
-#: reduced run of docs/experiments.md (700 to 2,300 agent-steps/s per run on a loaded machine; 2 to
-#: 2.5 times that on 2 free cores): about 25 to 35 minutes of training, 10 to 15 of evaluation.
+#: Agent-steps per run of the default budget: 3 caps x 3 seeds x 500k agent-steps. Measured end to
+#: end on the 2-core VM (docs/experiments.md, Budgets): 15 minutes in a fast sitting (13 of them
+#: training), about twice that in a slow one.
 DEFAULT_STEPS = 500_000
 EVAL_EPISODES = 2
 
@@ -215,7 +216,7 @@ def _curves_panel(ax: Any, groups: dict[str, list[dict]], name: str) -> None:
                           [h["episodes"] for h in history], max(1, len(history) // 10))
             ax.plot(x, y, color=f"C{list(groups).index(condition)}", alpha=0.8,
                     label=f"cap {condition}" if k == 0 else None)
-    ax.set_xlabel("agent-steps")
+    label_agent_steps(ax)
     ax.set_title(f"{name} over training (finished agents)")
     ax.legend(fontsize=8)
 

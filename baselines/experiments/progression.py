@@ -4,7 +4,8 @@ The paper trained on small maps (128x128, cap 256, every system: ``configs/small
 only a survival reward and saw foraging and exploration learned first, then combat against other
 agents (while lifetime and foraging fell: the task got harder), then hunting passive NPCs for
 equipment. Here the curves come from the trainer's history (the metrics of the agents that
-finished in each iteration, smoothed); for each metric the summary gives its start, peak and end
+finished in each iteration, smoothed by a centred window a tenth of the run wide); for each metric
+the summary gives its start (the first iteration: the untrained policy), peak and end
 and the agent-step at which it first covered half of its rise (`RISE_FLOOR` says how much counts
 as a rise), and the verdict compares the order of those steps with the paper's.
 """
@@ -23,6 +24,7 @@ from baselines.experiments.common import (
     clean,
     eval_config,
     evaluate_checkpoint,
+    label_agent_steps,
     pyplot,
     run_all,
     save_figure,
@@ -34,9 +36,8 @@ from nmmo import config as config_module
 
 CONFIG = "small_maps"
 SEEDS = (0,)
-#: Agent-steps of the default budget: one seed, 4M agent-steps. Sized from the reduced run of
-#: docs/experiments.md (860 agent-steps/s on a loaded machine; 2 to 2.5 times that on 2 free cores):
-#: about 30 to 40 minutes.
+#: Agent-steps of the default budget: one seed, 4M agent-steps. Measured end to end on the 2-core
+#: VM (docs/experiments.md, Budgets): 17 minutes in a fast sitting, about twice that in a slow one.
 DEFAULT_STEPS = 4_000_000
 CURVES = ("lifetime", "forage", "explore", "player_kills", "equipment", "achievement")
 #: The paper's order: foraging and exploration first, then fighting agents, then NPCs for equipment.
@@ -95,17 +96,21 @@ def mean_curve(entries: list[dict], name: str, grid: int = GRID) -> tuple[np.nda
     if not curves:
         return np.zeros(0), np.zeros(0)
     start, stop = max(x[0] for x, _ in curves), min(x[-1] for x, _ in curves)
-    steps = np.linspace(start, stop, grid) if stop > start else np.array([start])
+    # even steps for the long stretch, geometric ones for the first iterations, where the first
+    # skills rise within a few percent of a long run
+    steps = (np.unique(np.concatenate([np.linspace(start, stop, grid), np.geomspace(start, stop, grid)]))
+             if stop > start > 0 else np.array([start]))
     return steps, np.mean([np.interp(steps, x, y) for x, y in curves], axis=0)
 
 
 def describe(steps: np.ndarray, values: np.ndarray, name: str) -> dict[str, Any]:
-    """Start (the mean of the curve's first tenth: one noisy early iteration is not a baseline), peak
-    (and its step), end, whether it rose, and the step at which it first covered half of its rise."""
+    """Start (the curve's first point: the untrained policy's first iteration, which the smoothing
+    leaves alone and which holds hundreds of finished agents in a crowded world), peak (and its
+    step), end, whether it rose, and the step at which it first covered half of its rise."""
     steps, values = np.asarray(steps), np.asarray(values, dtype=np.float64)
     if not len(values):
         return {"metric": name, "rises": False}
-    start, peak_at = float(values[:max(1, len(values) // 10)].mean()), int(np.argmax(values))
+    start, peak_at = float(values[0]), int(np.argmax(values))
     peak = float(values[peak_at])
     rises = peak - start >= RISE_FLOOR[name]
     half = int(np.argmax(values >= start + 0.5 * (peak - start)))
@@ -182,6 +187,6 @@ def plot(results: dict[str, Any], runs: list[Run], path: Path) -> Path:
             ax.axvline(described[name]["rise_step"], color="C3", linestyle="--", label="half of the rise")
             ax.legend(fontsize=8)
         ax.set_title(name)
-        ax.set_xlabel("agent-steps")
+        label_agent_steps(ax)
     fig.tight_layout()
     return save_figure(fig, path)
