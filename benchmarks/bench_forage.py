@@ -4,6 +4,7 @@ Usage:
     python benchmarks/bench_forage.py lifetime [--agents 8] [--episodes 8] [--bot Forage]
     python benchmarks/bench_forage.py table [--episodes 4] [--bots Forage Combat Meander]
     python benchmarks/bench_forage.py causes [--agents 256] [--episodes 2] [--bot Forage] [--reveal-map]
+    python benchmarks/bench_forage.py lifetime --set MAP_WATER_THRESHOLD=0.365 ...   # any small_maps key
 
 `lifetime` and `table` are `evaluation.evaluate` runs on `small_maps` (self-contained, held-out
 maps, continuous respawn, means over every lifetime, those cut by the horizon included): the
@@ -21,6 +22,7 @@ whole map before the first tick (a bound: what a perfect memory and search would
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections import Counter
 
@@ -34,9 +36,27 @@ from nmmo.enums import Material
 METRICS = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
 
 
+#: Config keys set on top of small_maps (`--set KEY=VALUE`), e.g. the map thresholds that give
+#: nmmo 2.1.1's material fractions.
+OVERRIDES: dict[str, object] = {}
+
+
 def small_maps(agents: int | None = None) -> nmmo.config.Config:
     config = nmmo.config.load("small_maps")
+    for key, value in OVERRIDES.items():
+        config.set(key, value)
     return config if agents is None else config.set("PLAYER_N", agents)
+
+
+def override(text: str) -> tuple[str, object]:
+    """`KEY=VALUE` from the command line; the value read as JSON (numbers, true/false), else text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 def lifetime(bot: str, agents: int, episodes: int, seed: int, workers: int) -> None:
@@ -166,7 +186,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reveal-map", action="store_true",
                         help="causes: the bot's memory starts with the whole map (a bound on memory and search)")
+    parser.add_argument("--set", type=override, action="append", default=[], metavar="KEY=VALUE",
+                        help="a small_maps key to change (repeatable), e.g. MAP_WATER_THRESHOLD=0.365")
     args = parser.parse_args()
+    OVERRIDES.update(args.set)
+    try:
+        small_maps()  # a bad key or value fails now, naming it
+    except nmmo.config.ConfigError as error:
+        parser.error(str(error))
     if args.what == "lifetime":
         lifetime(args.bot, args.agents or 8, args.episodes or 8, args.seed, args.workers)
     elif args.what == "table":
