@@ -36,14 +36,11 @@ from nmmo.enums import Material
 METRICS = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
 
 
-#: Config keys set on top of small_maps (`--set KEY=VALUE`), e.g. the map thresholds that give
-#: nmmo 2.1.1's material fractions.
-OVERRIDES: dict[str, object] = {}
-
-
-def small_maps(agents: int | None = None) -> nmmo.config.Config:
+def small_maps(agents: int | None = None, overrides: dict | None = None) -> nmmo.config.Config:
+    """small_maps with PLAYER_N = `agents` and the `--set KEY=VALUE` keys (e.g. the map thresholds
+    that give nmmo 2.1.1's material fractions)."""
     config = nmmo.config.load("small_maps")
-    for key, value in OVERRIDES.items():
+    for key, value in (overrides or {}).items():
         config.set(key, value)
     return config if agents is None else config.set("PLAYER_N", agents)
 
@@ -59,9 +56,9 @@ def override(text: str) -> tuple[str, object]:
         return key, value
 
 
-def lifetime(bot: str, agents: int, episodes: int, seed: int, workers: int) -> None:
+def lifetime(bot: str, agents: int, episodes: int, seed: int, workers: int, overrides: dict | None = None) -> None:
     start = time.perf_counter()
-    result = evaluate(small_maps(agents), f"scripted:{bot}", episodes=episodes, seed=seed, workers=workers,
+    result = evaluate(small_maps(agents, overrides), f"scripted:{bot}", episodes=episodes, seed=seed, workers=workers,
                       progress=False)
     spec = f"scripted:{bot}"
     for entry in result["episodes"]:
@@ -72,11 +69,11 @@ def lifetime(bot: str, agents: int, episodes: int, seed: int, workers: int) -> N
           f"(std {life['std']:.1f}, {life['count']} lifetimes) [{time.perf_counter() - start:.0f}s]")
 
 
-def table(bots: list[str], episodes: int, seed: int, workers: int) -> None:
+def table(bots: list[str], episodes: int, seed: int, workers: int, overrides: dict | None = None) -> None:
     print("| bot | " + " | ".join(METRICS) + " | lifetimes |")
     print("|---" * (len(METRICS) + 2) + "|")
     for bot in bots:
-        result = evaluate(small_maps(), f"scripted:{bot}", episodes=episodes, seed=seed, workers=workers,
+        result = evaluate(small_maps(None, overrides), f"scripted:{bot}", episodes=episodes, seed=seed, workers=workers,
                           progress=False)
         m = result["metrics"][f"scripted:{bot}"]
         print(f"| {bot} | " + " | ".join(f"{m[k]['mean']:.2f}" for k in METRICS) + f" | {m['lifetime']['count']} |",
@@ -119,10 +116,11 @@ def home_distance(tiles, row: int, col: int) -> int:
     return -1 if field[here[0]] >= FAR else int(field[here[0]])
 
 
-def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = False) -> None:
+def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = False,
+           overrides: dict | None = None) -> None:
     import scripted
 
-    config = small_maps(agents)
+    config = small_maps(agents, overrides)
     band = None
     totals: Counter = Counter()
     lifetimes: list[dict] = []
@@ -189,17 +187,17 @@ def main() -> None:
     parser.add_argument("--set", type=override, action="append", default=[], metavar="KEY=VALUE",
                         help="a small_maps key to change (repeatable), e.g. MAP_WATER_THRESHOLD=0.365")
     args = parser.parse_args()
-    OVERRIDES.update(args.set)
+    overrides = dict(args.set)
     try:
-        small_maps()  # a bad key or value fails now, naming it
+        small_maps(None, overrides)  # a bad key or value fails now, naming it
     except nmmo.config.ConfigError as error:
         parser.error(str(error))
     if args.what == "lifetime":
-        lifetime(args.bot, args.agents or 8, args.episodes or 8, args.seed, args.workers)
+        lifetime(args.bot, args.agents or 8, args.episodes or 8, args.seed, args.workers, overrides)
     elif args.what == "table":
-        table(args.bots, args.episodes or 4, args.seed, args.workers)
+        table(args.bots, args.episodes or 4, args.seed, args.workers, overrides)
     else:
-        causes(args.bot, args.agents or 256, args.episodes or 2, args.seed, args.reveal_map)
+        causes(args.bot, args.agents or 256, args.episodes or 2, args.seed, args.reveal_map, overrides)
 
 
 if __name__ == "__main__":
