@@ -9,6 +9,10 @@ one JSON line: the mean fraction of the playable square per material, the refere
 materials folded into ours (water + ocean + fish: water; foilage: forest; void: lava; ore,
 tree, crystal, herb, slag, stump, fragment, weeds: 'resource tiles', which our game does not have).
 `evaluation/table1.py` calls it for `nmmo experiment table1 --reference-python`.
+
+`--height-quantiles K` prints instead the K quantiles (0 to 1) of the reference's height (the
+blended noise before thresholds) over the playable squares, the mean and the standard deviation:
+`nmmo/world.py`'s REFERENCE_HEIGHT_QUANTILES is this command's output for 64 maps and K = 41.
 """
 
 import argparse
@@ -18,12 +22,14 @@ import tempfile
 import numpy as np
 from nmmo.core.config import Medium, Terrain
 from nmmo.core.terrain import MapGenerator
+from nmmo.core.terrain import Terrain as TerrainMaker
 
 FOLD = {0: "lava", 1: "water", 14: "water", 15: "water", 2: "grass", 3: "scrub", 4: "forest", 5: "stone"}
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--maps", type=int, default=8)
 parser.add_argument("--center", type=int, default=128)
+parser.add_argument("--height-quantiles", type=int, default=0, metavar="K")
 args = parser.parse_args()
 
 
@@ -36,11 +42,19 @@ config.set("MAP_CENTER", args.center)
 config.set("MAP_N", args.maps)
 config.set("PATH_MAPS", tempfile.mkdtemp(prefix="nmmo_ref_maps_"))
 generator = MapGenerator(config)
+border = config.MAP_BORDER
+playable = slice(border, border + args.center)
+if args.height_quantiles:
+    heights = np.concatenate([TerrainMaker.generate_terrain(config, idx, None)[0][playable, playable].ravel()
+                              for idx in range(args.maps)])
+    quantiles = np.quantile(heights, np.linspace(0.0, 1.0, args.height_quantiles))
+    print(json.dumps({"maps": args.maps, "center": args.center, "mean": round(float(heights.mean()), 4),
+                      "std": round(float(heights.std()), 4), "quantiles": np.round(quantiles, 4).tolist()}))
+    raise SystemExit(0)
 totals = {}
 for idx in range(args.maps):
     _, tiles = generator.generate_map(idx)
-    border = config.MAP_BORDER
-    inner = np.asarray(tiles)[border:border + args.center, border:border + args.center].astype(int)
+    inner = np.asarray(tiles)[playable, playable].astype(int)
     counts = np.bincount(inner.ravel(), minlength=16)
     for index, count in enumerate(counts.tolist()):
         name = FOLD.get(index, "resource tiles")

@@ -181,8 +181,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     table1.add_argument("--maps", type=int, default=8, help="held-out maps (one episode each) per run")
     table1.add_argument("--caps", nargs="*", type=int, default=list(CAPS), help="population caps to try")
     table1.add_argument("--forest", nargs="*", type=float, default=list(FOREST_THRESHOLDS),
-                        help="MAP_GRASS_THRESHOLD values to try: lower means more forest (0.70, the config's, "
-                             "about 12 %%; 0.672 16 %%; 0.645 20 %%; 0.60 27 %%)")
+                        help="MAP_GRASS_THRESHOLD values to try: lower means more forest (0.73: about 12 %%; "
+                             "0.70, the config's: 16 %%; 0.655: 20 %%; 0.597: 27 %%)")
     table1.add_argument("--sensitivity-bots", nargs="*", default=["scripted:Forage"],
                         help="the bots of the sensitivity runs")
     table1.add_argument("--reference-python", default=None, metavar="PYTHON",

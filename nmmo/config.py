@@ -81,8 +81,8 @@ class Config:
     """Highest noise frequency (cycles per tile)."""
     MAP_NOISE_FREQ_MIN: float = 1 / 64
     """Lowest noise frequency on the largest maps (smaller maps stop at 2 / MAP_CENTER)."""
-    MAP_NOISE_SPREAD: float = 0.2
-    """Standard deviation of the normalized height (0.5 + SPREAD * z-score, clipped to [0, 1])."""
+    MAP_NOISE_SPREAD: float = 0.265
+    """Standard deviation of the height in [0, 1], whose shape is nmmo 2.1.1's (0.265: its own spread)."""
     MAP_WATER_THRESHOLD: float = 0.30
     """Blended noise at or below this is water."""
     MAP_GRASS_THRESHOLD: float = 0.70
@@ -642,6 +642,9 @@ def load(name_or_path: str | os.PathLike[str]) -> Config:
     path = Path(name_or_path)
     if path.suffix != ".toml" and os.sep not in str(name_or_path):
         candidate = _task_dir() / f"{name_or_path}.toml"
+        if not candidate.is_file() and str(name_or_path) in _NAMED_CLASSES:
+            raise ConfigError(f"{str(name_or_path)!r} is a preset, not a task file: use "
+                              f"nmmo.config.resolve({str(name_or_path)!r}) (or the class itself)")
         if not candidate.is_file():
             names = list(available())
             candidates = names + list(_NAMED_CLASSES)

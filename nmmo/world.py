@@ -23,7 +23,23 @@ from nmmo.noise import gradient_noise, normalize
 from nmmo.rules import WALKABLE
 
 #: Bump when generation changes so cached maps of the old generator are never reused.
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
+#: The noise stream's seed prefix, kept at generator 2's so that maps keep their layout (3 changed
+#: only the height's distribution: the same noise, thresholded at the reference's quantiles).
+NOISE_STREAM = 2
+
+#: nmmo 2.1.1's height (its blended noise before the material thresholds) at the quantiles 0, 1/40,
+#: ..., 1 over the playable squares of 64 of its 128^2 maps, measured with its own generator by
+#: `benchmarks/ref_map_fractions.py --maps 64 --height-quantiles 41` (mean 0.5015, sd 0.2650; flatter
+#: than a Gaussian, 3-5 % clipped at each end). Our heights take this distribution, so the material
+#: thresholds (DESIGN.md's 0.30 / 0.70 / 0.85, the reference's too) give its material fractions.
+REFERENCE_HEIGHT_QUANTILES = (
+    0.0, 0.0, 0.0598, 0.1063, 0.139, 0.1697, 0.1971, 0.2233, 0.2475, 0.272, 0.296, 0.3191, 0.3412, 0.3624,
+    0.3832, 0.4039, 0.4245, 0.4446, 0.4649, 0.4847, 0.5016, 0.5209, 0.5407, 0.5607, 0.5807, 0.6012, 0.6215,
+    0.642, 0.6631, 0.6848, 0.7077, 0.7308, 0.755, 0.7789, 0.8049, 0.8316, 0.8618, 0.8935, 0.9396, 1.0, 1.0,
+)
+#: The standard deviation of those heights: MAP_NOISE_SPREAD at this value reproduces them exactly.
+REFERENCE_HEIGHT_STD = 0.265
 
 #: The config keys that shape a map; a change in any of them changes the cache key.
 MAP_KEYS = (
@@ -117,11 +133,24 @@ def _blended_noise(config: Config, rng: np.random.Generator) -> np.ndarray:
         total += weight * gradient_noise(center, center, float(freq), rng)
         weight_sq += weight * weight
     # Dividing by the weights' L2 norm keeps the variance the same wherever octaves mix, so material
-    # fractions do not drift between the centre and the edge. Then standardize and map to [0, 1]
-    # with a fixed spread: fractions stay the same from 32^2 to 1024^2 maps (min-max would not).
-    blend = total / np.sqrt(weight_sq)
-    blend = (blend - blend.mean()) / max(float(blend.std()), 1e-6)
-    return np.clip(0.5 + config.MAP_NOISE_SPREAD * blend, 0.0, 1.0)
+    # fractions do not drift between the centre and the edge.
+    return reference_heights(total / np.sqrt(weight_sq), config.MAP_NOISE_SPREAD)
+
+
+def reference_heights(noise: np.ndarray, spread: float = REFERENCE_HEIGHT_STD) -> np.ndarray:
+    """Map noise to heights in [0, 1] with nmmo 2.1.1's height distribution, keeping its order.
+
+    Each tile's rank in the map picks its height from the reference's quantiles, so every map,
+    32^2 to 1024^2, has the reference's distribution (and its material fractions) whatever the
+    octave mixture; `spread` scales the deviation from 0.5 (REFERENCE_HEIGHT_STD: unscaled).
+    """
+    order = np.argsort(noise, axis=None, kind="stable")
+    ranks = np.empty(noise.size, dtype=np.float64)
+    ranks[order] = (np.arange(noise.size) + 0.5) / noise.size
+    probabilities = np.linspace(0.0, 1.0, len(REFERENCE_HEIGHT_QUANTILES))
+    height = np.interp(ranks, probabilities, REFERENCE_HEIGHT_QUANTILES).reshape(noise.shape)
+    scale = spread / REFERENCE_HEIGHT_STD
+    return np.clip(0.5 + scale * (height - 0.5), 0.0, 1.0).astype(np.float32)
 
 
 def generate_map(config: Config, seed: int) -> Map:
@@ -131,7 +160,7 @@ def generate_map(config: Config, seed: int) -> Map:
     if seed < 0:
         raise ConfigError(f"map seeds are non-negative integers, got {seed}")
     center, border = config.MAP_CENTER, config.MAP_BORDER
-    rng = np.random.default_rng([GENERATOR_VERSION, seed])
+    rng = np.random.default_rng([NOISE_STREAM, seed])
     height = _blended_noise(config, rng)
 
     inner = np.full((center, center), Material.STONE, dtype=np.uint8)

@@ -48,7 +48,31 @@ def test_border_is_lava_and_spawn_band_is_grass():
 
 
 # Bounds on the playable square's material fractions for default maps, over seeds and sizes.
-FRACTION_BOUNDS = {"water": (0.05, 0.30), "grass": (0.50, 0.80), "forest": (0.07, 0.25), "stone": (0.0, 0.10)}
+FRACTION_BOUNDS = {"water": (0.10, 0.35), "grass": (0.40, 0.70), "forest": (0.07, 0.25), "stone": (0.0, 0.15)}
+
+# nmmo 2.1.1's own generator on its first 8 maps of 128^2, materials folded into ours (printed by
+# `benchmarks/ref_map_fractions.py --maps 8`, run with the reference interpreter).
+REFERENCE_FRACTIONS = {"water": 0.2418, "grass": 0.4951, "forest": 0.1584, "stone": 0.1046}
+
+
+def test_default_maps_have_the_reference_generators_material_fractions():
+    conf = config.load("small_maps")
+    maps = [world.generate_map(conf, seed) for seed in world.map_pool(conf, "eval")[:8]]
+    for name, expected in REFERENCE_FRACTIONS.items():
+        ours = np.mean([game_map.fractions()[name] for game_map in maps])
+        assert abs(ours - expected) < 0.015, (name, ours, expected)
+
+
+def test_heights_follow_the_reference_quantiles_in_order():
+    noise = np.random.default_rng(0).normal(size=(64, 64))
+    heights = world.reference_heights(noise)
+    assert (np.diff(heights.ravel()[np.argsort(noise, axis=None)]) >= 0).all()  # higher noise, no lower height
+    probabilities = np.linspace(0.0, 1.0, len(world.REFERENCE_HEIGHT_QUANTILES))
+    for threshold in (0.30, 0.70, 0.85):
+        reference_share = np.interp(threshold, world.REFERENCE_HEIGHT_QUANTILES, probabilities)
+        assert abs((heights <= threshold).mean() - reference_share) < 1 / 400
+    wider = world.reference_heights(noise, spread=2 * world.REFERENCE_HEIGHT_STD)
+    assert (wider <= 0.30).mean() > (heights <= 0.30).mean() and (wider > 0.85).mean() > (heights > 0.85).mean()
 
 
 @pytest.mark.parametrize("preset", [config.Small, config.Medium])
