@@ -94,6 +94,14 @@ class Args:
     """Iterations between frozen snapshots of the learner joining the league."""
     league_bots: tuple[str, ...] = ("scripted:Forage", "scripted:Combat")
     """Policy specs in the league from the start (scripted:Combat anchors its SR)."""
+    teacher: str | None = None
+    """A policy spec the learner imitates at first (e.g. scripted:Combat): the learner acts, the
+    teacher labels the states it visits, and the cross-entropy on its labels joins the PPO loss
+    (`baselines.teacher`). None: PPO alone from the start."""
+    teacher_coef: float = 1.0
+    """Weight of the imitation loss at the start; it falls linearly to 0 over `teacher_steps`."""
+    teacher_steps: int = 0
+    """Agent-steps over which the imitation weight falls to 0 (0: no teacher, whatever `teacher` says)."""
     progress: bool = True
     """Show a progress bar (in a terminal)."""
     extra: dict = field(default_factory=dict)

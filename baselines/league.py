@@ -27,15 +27,14 @@ from typing import Any
 import numpy as np
 import trueskill
 
+from baselines.env_policies import EnvPolicies
 from evaluation.rating import ANCHOR, BETA, skill_rating
-from nmmo.config import Config
 from nmmo.files import atomic_write_bytes
 from nmmo.policy import load_policy_class
 
 LEARNER = "learner"
 SAMPLING = ("uniform", "latest", "rating")
 LEAGUE_FILE = "league.json"
-NO_OP = np.array([4, -1, -1])  # stay, no attack
 
 
 @dataclass
@@ -204,51 +203,21 @@ class League:
         return path
 
 
-class Opponents:
-    """The opponents of one iteration, one per env, acting for the env's odd slots."""
+class Opponents(EnvPolicies):
+    """The opponents, one per env (`play` sets this iteration's), acting for the env's odd slots."""
 
-    def __init__(self, config: Config, members: list[Member], seed: int, cache: dict | None = None) -> None:
-        self.config, self.members, self.slots = config, members, config.PLAYER_N
-        self.cache = {} if cache is None else cache  # env -> (spec, policy): a kept opponent keeps its memory
-        self.policies = []
+    def play(self, members: list[Member]) -> None:
+        """Set the draw of this iteration: env k plays members[k] (a member kept from the last draw
+        keeps its memory)."""
         for k, member in enumerate(members):
-            spec, policy = self.cache.get(k, (None, None))
-            if spec != member.spec:
-                policy = load_policy_class(member.spec)(config)
-                if hasattr(policy, "reset"):
-                    policy.reset(int(np.random.SeedSequence([seed, k]).generate_state(1)[0]))
-                self.cache[k] = (member.spec, policy)
-            self.policies.append(policy)
+            self.assign(k, member.spec)
 
     @staticmethod
     def learner_rows(num_envs: int, slots: int) -> np.ndarray:
         """True for the learner's rows (even slots of every env)."""
         return np.tile(np.arange(slots) % 2 == 0, num_envs)
 
-    def act(self, obs: dict[str, np.ndarray], ids: np.ndarray, alive: np.ndarray) -> np.ndarray:
+    def opponent_actions(self, obs: dict[str, np.ndarray], ids: np.ndarray, alive: np.ndarray) -> np.ndarray:
         """(rows, 3) actions: each opponent's for its live rows, no-ops elsewhere."""
-        actions = np.tile(NO_OP, (len(ids), 1))
-        for k, policy in enumerate(self.policies):
-            live_slots = np.flatnonzero(alive[k * self.slots : (k + 1) * self.slots])
-            rows = k * self.slots + live_slots[live_slots % 2 == 1]
-            if rows.size == 0:
-                continue
-            row_of = {int(ids[r]): int(r) for r in rows}
-            chosen = policy.act({agent: _observation(obs, r, agent) for agent, r in row_of.items()})
-            for agent, action in (chosen or {}).items():
-                if agent in row_of:
-                    actions[row_of[agent]] = _action_row(action)
-        return actions
-
-
-def _observation(obs: dict[str, np.ndarray], row: int, agent: int) -> dict[str, Any]:
-    """The dict observation of one row of a VectorEnv (what `Env.step` would have given the agent)."""
-    return {"Tile": obs["tile"][row], "Entity": obs["entity"][row], "AgentId": agent,
-            "ActionTargets": {"Move": {"Direction": obs["move_mask"][row]},
-                              "Attack": {"Style": obs["style_mask"][row], "Target": obs["target_mask"][row]}}}
-
-
-def _action_row(action: dict) -> np.ndarray:
-    """[direction, style, target] of a dict action; -1 marks a missing part."""
-    move, attack = action.get("Move") or {}, action.get("Attack") or {}
-    return np.array([move.get("Direction", NO_OP[0]), attack.get("Style", -1), attack.get("Target", -1)])
+        learner = self.learner_rows(len(self.policies), self.slots)
+        return self.act(obs, ids, alive & ~learner)

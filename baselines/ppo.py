@@ -30,6 +30,7 @@ from baselines import checkpoint
 from baselines.args import Args, add_arguments, args_from
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
+from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
 from nmmo.cli import progress_enabled
 from nmmo.files import atomic_write_bytes, remove_stale_temps
@@ -117,7 +118,8 @@ def train(args: Args) -> dict:
     run = _wandb(args, config) if args.wandb else None
     league = _league(args, out) if args.league else None
     learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
-    opponent_cache: dict = {}
+    opponents = Opponents(config, args.num_envs, args.seed) if league else None
+    teacher = Teacher(config, args.teacher, args.num_envs, args.seed) if args.teacher and args.teacher_steps else None
 
     rows, t_len = vec.rows, args.rollout_len
     obs = vec.reset()
@@ -131,17 +133,19 @@ def train(args: Args) -> dict:
     try:
         while time.perf_counter() < deadline and (not args.total_steps or step < args.total_steps) and (
                 not args.iterations or iteration < args.iterations):
-            timing = {"env": 0.0, "inference": 0.0, "learn": 0.0}
+            timing = {"env": 0.0, "inference": 0.0, "teacher": 0.0, "learn": 0.0}
             batch = {k: np.zeros((t_len, rows, *v.shape[1:]), v.dtype) for k, v in obs.items()}
             actions = np.zeros((t_len, rows, 3), np.int64)
             logps, values = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), np.float32)
             rewards, dones = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), bool)
             valid, resets = np.zeros((t_len, rows), bool), np.zeros((t_len, rows), bool)
             chunk_states = []  # the memory at the start of each BPTT chunk
+            weight = teacher_weight(args, step) if teacher is not None else 0.0
+            labels = np.tile(UNLABELLED, (t_len, rows, 1)) if weight > 0 else None
             episodes = []
             if league is not None:
                 members = league.sample(args.num_envs)
-                opponents = Opponents(config, members, seed=args.seed + iteration, cache=opponent_cache)
+                opponents.play(members)
                 deaths = np.zeros(vec.rows)
             for t in range(t_len):
                 if t % min(args.bptt, t_len) == 0:
@@ -159,10 +163,14 @@ def train(args: Args) -> dict:
                 timing["inference"] += time.perf_counter() - tick
                 actions[t] = a
                 valid[t] = alive & learner  # opponents' rows play but do not train
+                if labels is not None:
+                    tick = time.perf_counter()
+                    labels[t] = teacher.label(obs, ids, valid[t])
+                    timing["teacher"] += time.perf_counter() - tick
                 tick = time.perf_counter()
                 played = np.where(alive[:, None], a, np.array([4, -1, -1]))
                 if league is not None:
-                    played = np.where(learner[:, None], played, opponents.act(obs, ids, alive))
+                    played = np.where(learner[:, None], played, opponents.opponent_actions(obs, ids, alive))
                 result = vec.step(played)
                 timing["env"] += time.perf_counter() - tick
                 rewards[t] = result.reward
@@ -175,6 +183,9 @@ def train(args: Args) -> dict:
                     gained = np.maximum(_supplies(result.obs) - supplies, 0).sum(axis=1)
                     rewards[t] += args.resource_reward * gained * same * peaceful
                 dones[t] = result.terminated | result.truncated
+                for bots in (teacher, opponents):  # a new episode is a new map: scripted memories start over
+                    if bots is not None:
+                        bots.new_episodes(result.truncated)
                 prev_done = dones[t].copy()
                 episodes.append(result.episodes[learner[result.episode_rows]])
                 if league is not None:
@@ -187,7 +198,7 @@ def train(args: Args) -> dict:
             _, _, next_value, _ = act_rows(model, obs, state, next_reset, vec.buffers["alive"], args.device)
             advantages = _gae(rewards, values, dones, next_value, args.gamma, args.gae_lambda)
             losses = _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets,
-                             chunk_states, rng)
+                             chunk_states, rng, labels, weight)
             timing["learn"] += time.perf_counter() - tick
             iteration += 1
             finished = np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
@@ -297,20 +308,30 @@ def minibatch_count(args, live_agent_steps: int) -> int:
     return args.minibatches
 
 
+def teacher_weight(args: Args, step: int) -> float:
+    """The imitation loss's weight after `step` agent-steps: `teacher_coef`, falling linearly to 0
+    at `teacher_steps`."""
+    if not args.teacher or args.teacher_steps <= 0:
+        return 0.0
+    return args.teacher_coef * max(0.0, 1.0 - step / args.teacher_steps)
+
+
 def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, chunk_states,
-            rng: np.random.Generator) -> dict:
+            rng: np.random.Generator, labels: np.ndarray | None = None, weight: float = 0.0) -> dict:
     """PPO epochs over the rollout cut into BPTT chunks of `args.bptt` ticks, each replayed through
-    the LSTM from the memory it started with; chunks without a live agent are skipped."""
+    the LSTM from the memory it started with; chunks without a live agent are skipped. With a
+    teacher's `labels`, their cross-entropy times `weight` joins the loss."""
     length = min(args.bptt, valid.shape[0])
     returns = as_chunks(advantages + values, length)
     batch = {k: as_chunks(v, length) for k, v in batch.items()}
     actions, logps, advantages = as_chunks(actions, length), as_chunks(logps, length), as_chunks(advantages, length)
     valid, resets = as_chunks(valid, length), as_chunks(resets, length)
+    labels = None if labels is None else as_chunks(labels, length)
     initial_state = (torch.cat([h for h, _ in chunk_states]).unsqueeze(0),
                      torch.cat([c for _, c in chunk_states]).unsqueeze(0))
     order = np.flatnonzero(valid.any(axis=0))  # chunks with no live agent teach nothing
     count = minibatch_count(args, int(valid.sum()))
-    stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": []}
+    stats = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": [], "imitation_loss": []}
     for _ in range(args.epochs):
         rng.shuffle(order)
         for cols in np.array_split(order, max(1, min(count, len(order)))):
@@ -338,6 +359,10 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
             value_loss = (((value - take(returns)) ** 2) * mask).sum() / mask.sum().clamp(min=1)
             entropy_mean = (entropy * mask).sum() / mask.sum().clamp(min=1)
             loss = policy_loss + args.vf_coef * value_loss - args.ent_coef * entropy_mean
+            if labels is not None:
+                imitation = imitation_loss((move, style, target), take(labels), mask)
+                loss = loss + weight * imitation
+                stats["imitation_loss"].append(float(imitation.detach()))
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
@@ -348,7 +373,7 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
                                  ("entropy", entropy_mean), ("approx_kl", kl)):
                 stats[name].append(float(value_.detach()))
     means = {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
-    return {**means, "updates": len(stats["policy_loss"])}  # gradient steps this iteration
+    return {**means, "teacher_weight": weight, "updates": len(stats["policy_loss"])}  # gradient steps this iteration
 
 
 def _log_row(iteration, step, started, timing, valid, rewards, finished, losses) -> dict:
@@ -358,7 +383,8 @@ def _log_row(iteration, step, started, timing, valid, rewards, finished, losses)
     row = {"iteration": iteration, "step": step, "seconds": elapsed,
            "agent_steps_per_s": steps_now / max(busy, 1e-9),
            "rollout_steps_per_s": steps_now / max(timing["env"] + timing["inference"], 1e-9),
-           "env_s": timing["env"], "inference_s": timing["inference"], "learn_s": timing["learn"],
+           "env_s": timing["env"], "inference_s": timing["inference"], "teacher_s": timing["teacher"],
+           "learn_s": timing["learn"],
            "reward": float(rewards[valid].mean()) if valid.any() else 0.0, "episodes": int(len(finished)), **losses}
     for i, name in enumerate(METRIC_NAMES):
         row[name] = float(finished[:, i].mean()) if len(finished) else float("nan")

@@ -64,13 +64,15 @@ def test_opponents_act_for_odd_slots_with_the_bots_own_choices():
         obs = vec.reset()
         ids, alive = vec.buffers["agent_id"].copy(), vec.buffers["alive"].copy()
         members = [Member("scripted:Forage"), Member("idle")]
-        actions = Opponents(conf, members, seed=0).act(obs, ids, alive)
+        opponents = Opponents(conf, 2, seed=0)
+        opponents.play(members)
+        actions = opponents.opponent_actions(obs, ids, alive)
     slots = conf.PLAYER_N
     learner = Opponents.learner_rows(2, slots)
     assert (actions[learner] == [4, -1, -1]).all()  # the learner's rows are left to the learner
     assert (actions[slots:][~learner[slots:]] == [4, -1, -1]).all()  # idle does nothing
     bot = Forage(conf)
-    bot.reset(int(np.random.SeedSequence([0, 0]).generate_state(1)[0]))
+    bot.reset(int(np.random.SeedSequence([0, 0, 0]).generate_state(1)[0]))
     rows = [r for r in range(slots) if r % 2 == 1 and alive[r]]
     expected = bot.act({int(ids[r]): {"Tile": obs["tile"][r], "Entity": obs["entity"][r], "AgentId": int(ids[r]),
                                       "ActionTargets": {"Move": {"Direction": obs["move_mask"][r]},
