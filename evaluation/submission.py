@@ -72,8 +72,12 @@ def is_trusted(spec: str) -> bool:
 
 
 def worker_spec(spec: str) -> str:
-    """The spec as a worker process should load it: a file path made absolute (workers may run
-    elsewhere in the tree of processes, and the spec recorded in results stays as the user wrote it)."""
+    """The spec as a worker process should load it: a file path made absolute, of a policy file
+    (``path/to/file.py:Class``) or a checkpoint (``ckpt:PATH``), since workers run in a directory of
+    their own (the spec recorded in results stays as the user wrote it)."""
+    scheme, sep, argument = spec.partition(":")
+    if sep and scheme == "ckpt":
+        return f"ckpt:{Path(argument).resolve()}"
     where, sep, name = spec.rpartition(":")
     if sep and where.endswith(".py"):
         return f"{Path(where).resolve()}:{name}"

@@ -63,6 +63,18 @@ def test_checkpoint_plays_as_a_policy_and_paints_a_value_overlay(tmp_path):
     assert low < high and (heat == 0).mean() > 0.9  # unvisited tiles (most of the map) hold the lowest mean
 
 
+def test_a_checkpoint_named_relative_to_the_working_directory_plays_in_a_tournament(tmp_path, monkeypatch):
+    """Submissions run in a directory of their own: a relative ckpt: path must still find its file."""
+    from evaluation.tournament import run_tournament
+
+    train(tiny_args(tmp_path, iterations=1))
+    monkeypatch.chdir(tmp_path)
+    result = run_tournament("train_small", ["ckpt:checkpoint.pt", "idle"], episodes=1, ticks=3, workers=0,
+                            progress=False)
+    row = next(r for r in result["leaderboard"] if r["policy"] == "ckpt:checkpoint.pt")
+    assert not row["failed"] and row["lifetimes"] > 0
+
+
 def test_saved_and_reloaded_policy_gives_identical_actions_and_values(tmp_path):
     """The trained model in memory, its checkpoint and its exported weights (no optimizer state,
     a fraction of the size) give the same outputs, bit for bit; and as policies, the two files give
