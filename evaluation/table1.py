@@ -185,6 +185,8 @@ def run_table1(config: str = "small_maps", bots: Sequence[str] = BOTS, maps: int
     results["materials"] = {"ours": material_fractions(base, maps)}
     if reference_python:
         results["materials"]["nmmo 2.1.1"] = reference_fractions(reference_python, maps, base.MAP_CENTER)
+    # where the main rows sit on the sensitivity axes (the config's own cap and forest)
+    results["defaults"] = {"cap": base.PLAYER_N, "forest_fraction": results["materials"]["ours"]["forest"]}
     if path is not None:
         atomic_write_bytes(path, json.dumps(results, indent=1).encode())
         plot_table1(results, Path(out) / "table1.png")
@@ -193,7 +195,8 @@ def run_table1(config: str = "small_maps", bots: Sequence[str] = BOTS, maps: int
 
 def plot_table1(results: dict[str, Any], path: Path) -> Path:
     """One PNG: the main metrics per bot with intervals and the paper's values, then lifetime
-    against population cap and against forest fraction for the sensitivity bots."""
+    against population cap and against forest fraction for the sensitivity bots (their main run
+    is the point at the config's own cap and forest)."""
     import io
 
     import matplotlib
@@ -219,8 +222,12 @@ def plot_table1(results: dict[str, Any], path: Path) -> Path:
     runs = list(results["runs"].values())
     for ax, kind, label in ((axes[1, 2], "cap", "population cap"), (axes[1, 3], "forest", "forest fraction")):
         for bot in results["settings"]["sensitivity_bots"]:
-            points = sorted((r["forest_fraction"] if kind == "forest" else r["value"], r["metrics"]["lifetime"])
-                            for r in runs if r["kind"] == kind and r["bot"] == bot)
+            points = [(r["forest_fraction"] if kind == "forest" else r["value"], r["metrics"]["lifetime"])
+                      for r in runs if r["kind"] == kind and r["bot"] == bot]
+            default = results.get("defaults", {}).get("cap" if kind == "cap" else "forest_fraction")
+            if default is not None and bot in main:
+                points.append((default, main[bot]["lifetime"]))
+            points.sort(key=lambda point: point[0])
             if not points:
                 continue
             means = [p[1]["mean"] for p in points]
