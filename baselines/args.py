@@ -111,9 +111,10 @@ class Args:
 #: Recipes (`--preset NAME`): the settings that trained a shipped baseline, so one command repeats it.
 PRESETS: dict[str, dict] = {
     "small": {
-        "about": "the shipped baseline:small, trained in the canonical tournament's world",
+        "about": "the shipped baseline:small, trained in the canonical tournament's world, imitating "
+                 "scripted:Combat for its first 3M agent-steps",
         "args": {"config": "train_tournament", "minutes": 55.0, "minibatches": 16, "threads": 1,
-                 "out": "out/small"},
+                 "teacher": "scripted:Combat", "teacher_steps": 3_000_000, "out": "out/small"},
     },
 }
 
