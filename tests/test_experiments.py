@@ -12,8 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
+from baselines.args import PRESETS  # noqa: E402
 from baselines.experiments import maps, population, progression  # noqa: E402
-from baselines.experiments.common import Budget, seed_interval  # noqa: E402
+from baselines.experiments.common import Budget, recipe_args, seed_interval  # noqa: E402
 from nmmo.cli import main  # noqa: E402
 
 RESOURCE = """
@@ -70,6 +71,14 @@ def check_results(path, experiment, keys):
         assert entry["updates"] >= 1
         assert entry["updates"] <= entry["iterations"] * 2 * (entry["steps"] / entry["iterations"] / per + 1)
     return saved
+
+
+def test_experiments_learn_from_the_reward_alone():
+    """The shipped recipe imitates a scripted teacher at first; the paper's experiments must not."""
+    assert PRESETS["small"]["args"].get("teacher") and PRESETS["small"]["args"].get("teacher_steps")
+    kept = recipe_args()
+    assert not {"teacher", "teacher_steps", "teacher_coef"} & set(kept)
+    assert kept["minibatches"] == PRESETS["small"]["args"]["minibatches"]
 
 
 def test_population_experiment_writes_results_table_and_plot(tmp_path, capsys):

@@ -5,12 +5,13 @@ evaluates every run in order and saves the results file after each, so ``--resum
 already in it and a run killed mid-training continues from its own checkpoint (each run trains in
 ``OUT/runs/KEY/``, which keeps its checkpoint, logs and curves).
 
-Every run trains with the settings of the shipped recipe (``--preset small``: minibatches, threads)
-and its survival reward (`reward_recipe`), on the same budget of agent-steps (``--steps``). The
-number of envs is chosen so that every condition steps about the same number of agent slots per
-tick (``--rows``), whatever its population cap. Each run's maps go to a map cache of its own
-(``OUT/runs/KEY/maps``), so the maps it actually trained on can be read back from there: the
-episodes' maps are drawn from each episode's seed, which the trainer does not report.
+Every run trains with the settings of the shipped recipe (``--preset small``: minibatches, threads;
+not its scripted teacher) and its survival reward (`reward_recipe`), on the same budget of
+agent-steps (``--steps``). The number of envs is chosen so that every condition steps about the
+same number of agent slots per tick (``--rows``), whatever its population cap. Each run's maps go
+to a map cache of its own (``OUT/runs/KEY/maps``), so the maps it actually trained on can be read
+back from there: the episodes' maps are drawn from each episode's seed, which the trainer does not
+report.
 
 Evaluation is self-contained (the checkpoint controls every agent, as in `nmmo eval`), on the same
 episode seeds and maps for every run; it plays the checkpoint in this process (it is our own, just
@@ -59,8 +60,10 @@ T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 # ------------------------------------------------------------------ settings
 def recipe_args() -> dict[str, Any]:
     """The trainer settings of the shipped recipe (``--preset small``) that every run keeps: all but
-    its world, time budget and directory, which the experiment sets per run."""
-    return {k: v for k, v in PRESETS["small"]["args"].items() if k not in ("config", "minutes", "out")}
+    its world, time budget and directory, which the experiment sets per run, and its scripted
+    teacher: the paper's agents learn from the reward alone, and so do these."""
+    dropped = ("config", "minutes", "out", "teacher", "teacher_steps", "teacher_coef")
+    return {k: v for k, v in PRESETS["small"]["args"].items() if k not in dropped}
 
 
 def reward_recipe() -> str:
