@@ -447,8 +447,9 @@ def curves(out: str | os.PathLike) -> Path | None:
     panels = [("lifetime", "mean lifetime (finished agents)"), ("reward", "mean reward per agent-step"),
               ("achievement", "achievement"), ("explore", "explore"), ("forage", "forage"),
               ("policy_loss", "policy loss"), ("value_loss", "value loss"), ("entropy", "entropy"),
+              ("imitation_loss", "imitation loss (while a teacher labels)"),
               ("agent_steps_per_s", "agent-steps/s (end to end)")]
-    fig, axes = plt.subplots(3, 3, figsize=(12, 9))
+    fig, axes = plt.subplots(2, 5, figsize=(20, 7))
     steps = np.array([r["step"] for r in rows], dtype=np.float64)
     window = max(1, len(rows) // 40)
     for ax, (key, title) in zip(axes.ravel(), panels, strict=True):
@@ -460,8 +461,9 @@ def curves(out: str | os.PathLike) -> Path | None:
         ax.plot(steps, values, color="tab:blue", alpha=0.3, linewidth=0.8)
         if window > 1:
             kernel = np.ones(window)
-            mean = np.convolve(np.nan_to_num(values) * weights, kernel, "valid") / np.maximum(
-                np.convolve(weights, kernel, "valid"), 1e-9)
+            total = np.convolve(weights, kernel, "valid")
+            mean = np.convolve(np.nan_to_num(values) * weights, kernel, "valid") / np.maximum(total, 1e-9)
+            mean[total == 0] = np.nan  # a window with no value (e.g. after the teacher stopped) shows none
             ax.plot(steps[window - 1:], mean, color="tab:blue", label=f"mean of {window} iterations")
             ax.legend(fontsize=7, loc="best")
         ax.set_title(title)
