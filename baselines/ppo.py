@@ -34,6 +34,7 @@ from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
 from nmmo.cli import progress_enabled
 from nmmo.files import atomic_write_bytes, remove_stale_temps
+from nmmo.policy import load_policy_class
 from nmmo.vector import METRIC_NAMES, VectorEnv
 
 
@@ -90,6 +91,14 @@ def train(args: Args) -> dict:
 
     if args.bptt < 1 or args.rollout_len % min(args.bptt, args.rollout_len):
         raise ValueError(f"bptt must divide rollout_len ({args.rollout_len}), got {args.bptt}")
+    if args.teacher_steps < 0 or args.teacher_coef < 0:
+        raise ValueError(f"teacher_steps and teacher_coef must be >= 0, got {args.teacher_steps} and "
+                         f"{args.teacher_coef}")
+    if args.teacher:  # a bad spec fails now, naming it, not after the envs are built
+        try:
+            load_policy_class(args.teacher)
+        except ValueError as err:
+            raise ValueError(f"teacher {args.teacher!r}: {err}") from None
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     out = Path(args.out)

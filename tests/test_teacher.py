@@ -84,6 +84,13 @@ def test_teacher_weight_falls_linearly_to_zero():
     assert teacher_weight(tiny_args("unused", teacher_steps=1000), 0) == 0.0  # no teacher named
 
 
+def test_bad_teacher_settings_are_refused_naming_them(tmp_path):
+    with pytest.raises(ValueError, match="teacher_steps and teacher_coef must be >= 0, got -5"):
+        train(tiny_args(tmp_path, teacher="scripted:Combat", teacher_steps=-5))
+    with pytest.raises(ValueError, match="scripted:Nobody"):
+        train(tiny_args(tmp_path, teacher="scripted:Nobody", teacher_steps=100))
+
+
 def test_training_with_a_teacher_imitates_it_until_its_weight_runs_out(tmp_path):
     steps_per_iteration = 2 * 64 * 8  # at most: 2 envs x 64 slots x 8 ticks
 
