@@ -5,6 +5,7 @@ Usage:
     python benchmarks/bench_forage.py table [--episodes 4] [--bots Forage Combat Meander]
     python benchmarks/bench_forage.py causes [--agents 256] [--episodes 2] [--bot Forage] [--reveal-map]
     python benchmarks/bench_forage.py lifetime --set MAP_WATER_THRESHOLD=0.365 ...   # any small_maps key
+    python benchmarks/bench_forage.py lineup [--episodes 2] [--policies baseline:small scripted:Combat ...]
 
 `lifetime` and `table` are `evaluation.evaluate` runs on `small_maps` (self-contained, held-out
 maps, continuous respawn, means over every lifetime, those cut by the horizon included): the
@@ -17,6 +18,10 @@ for each death (with `--agents` at most 32) the walk from the agent's spawn to i
 *home*: a drinking tile with a forest or scrub at most 5 steps away, the nearest loop that 10
 food and 10 water (the starting capacities) keep up. `--reveal-map` gives the bot's memory the
 whole map before the first tick (a bound: what a perfect memory and search would add).
+`lineup` replays canonical tournament episodes (the `tournament` config, the seeds, maps and deal
+of `nmmo tournament --seed S`) in this process, for policies that run in-process (scripted:,
+baseline:, random, idle), and reports per policy when its agents died and of what, naming the
+policy of the player that dealt a killing hit.
 """
 
 from __future__ import annotations
@@ -173,9 +178,57 @@ def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = F
         print(f"deaths whose spawn was 14 or more steps (or no path) from the nearest home: {far} of {len(homes)}")
 
 
+def lineup(policies: list[str], episodes: int, seed: int) -> None:
+    from evaluation.episode import deal
+    from evaluation.tournament import equal_shares, tournament_policies
+    from nmmo.policy import load_policy_class
+
+    policies = tournament_policies(policies)
+    config = equal_shares(nmmo.config.load("tournament"), len(policies))
+    causes: dict[str, Counter] = {spec: Counter() for spec in policies}
+    ticks: dict[str, list[int]] = {spec: [] for spec in policies}
+    for s, map_seed in zip(episode_seeds(seed, episodes), eval_map_seeds(config, episodes), strict=True):
+        env = nmmo.Env(config, seed=s)
+        obs, _ = env.reset(seed=s, options={"map_seed": map_seed})
+        team_policy = deal(s, config.PLAYER_N, len(policies))  # teams of one: a team is a slot
+        handles = [load_policy_class(spec)(config) for spec in policies]
+        for index, handle in enumerate(handles):
+            if hasattr(handle, "reset"):
+                handle.reset(policy_seed(s, index))
+        ids, slots = env.live_players()
+        owner = dict(zip(ids.tolist(), team_policy[slots].tolist(), strict=True))
+        while env.agents:
+            actions: dict[int, dict] = {}
+            for index, handle in enumerate(handles):
+                mine = {a: o for a, o in obs.items() if a in env.agents and owner[a] == index}
+                if mine:
+                    actions.update(handle.act(mine) or {})
+            obs, _, terminated, _, _ = env.step(actions)
+            state = env.realm.state
+            ent = state.entities
+            for aid, done in terminated.items():
+                if done:
+                    slot = int(np.flatnonzero(ent.id[: env.n_slots] == aid)[0])
+                    cause = death_cause(state, slot)
+                    if cause == "player":
+                        cause = f"hit by {policies[owner[int(ent.attacker_id[slot])]]}"
+                    causes[policies[owner[aid]]][cause] += 1
+                    ticks[policies[owner[aid]]].append(env.tick)
+        print(f"episode on map {map_seed} done", flush=True)
+    share = config.PLAYER_N // len(policies) * episodes
+    for spec in policies:
+        died = np.array(ticks[spec])
+        early = int((died <= 25).sum())
+        print(f"{spec}: {len(died)} of {share} agents died, {early} of them by tick 25, median death tick "
+              f"{np.median(died) if len(died) else float('nan'):.0f}; {dict(causes[spec].most_common())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["lifetime", "table", "causes"])
+    parser.add_argument("what", choices=["lifetime", "table", "causes", "lineup"])
+    parser.add_argument("--policies", nargs="+", default=["baseline:small", "scripted:Combat", "scripted:Forage",
+                                                          "scripted:Meander", "random", "idle"],
+                        help="lineup: the policies of the tournament (in-process ones)")
     parser.add_argument("--bot", default="Forage")
     parser.add_argument("--bots", nargs="+", default=["Forage", "Combat", "Meander"])
     parser.add_argument("--agents", type=int, default=None, help="PLAYER_N (lifetime: 8, causes: 256)")
@@ -196,6 +249,8 @@ def main() -> None:
         lifetime(args.bot, args.agents or 8, args.episodes or 8, args.seed, args.workers, overrides)
     elif args.what == "table":
         table(args.bots, args.episodes or 4, args.seed, args.workers, overrides)
+    elif args.what == "lineup":
+        lineup(args.policies, args.episodes or 2, args.seed)
     else:
         causes(args.bot, args.agents or 256, args.episodes or 2, args.seed, args.reveal_map, overrides)
 
