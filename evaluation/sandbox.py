@@ -3,7 +3,9 @@
 Each untrusted policy gets a fresh ``python -m evaluation.worker`` process per episode:
 
 - **Environment.** Only `ENV_ALLOWED` variables pass (PATH, locale, PYTHONPATH, thread counts);
-  HOME and TMPDIR point at a private temporary directory, removed afterwards. Secrets in the
+  HOME and TMPDIR point at a private temporary directory, removed afterwards (or, when the
+  tournament was killed with kill -9 and could not, by the next worker started on the machine:
+  `remove_orphaned_homes`). Secrets in the
   tournament's environment (tokens, keys, RAY_ADDRESS) never reach submission code.
 - **Limits** (`Limits`, flags of `nmmo tournament` and `nmmo eval`): address space (default 4 GiB,
   room for torch), CPU seconds, open files (default 256), the time to build the policy
@@ -94,11 +96,47 @@ def scrubbed_environment(home: str) -> dict[str, str]:
     return env
 
 
+#: A worker's private directory is named HOME_PREFIX + the pid of the process that started it + "-".
+HOME_PREFIX = "nmmo-worker-"
+
+
+def remove_orphaned_homes(directory: str | None = None) -> list[str]:
+    """Remove the worker directories in `directory` (default: the temporary directory) whose
+    starting process is gone: a tournament killed with kill -9 takes its workers with it (they die
+    with their parent) but cannot remove their directories. Returns the paths removed."""
+    directory = directory or tempfile.gettempdir()
+    removed = []
+    for name in os.listdir(directory):
+        owner = name[len(HOME_PREFIX):].split("-", 1)[0] if name.startswith(HOME_PREFIX) else ""
+        if owner.isdigit() and not process_exists(int(owner)):
+            path = os.path.join(directory, name)
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def process_exists(pid: int) -> bool:
+    """Whether a process with this pid runs (it may belong to another user); a zombie, dead but
+    not yet reaped by its new parent, does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):  # no /proc (not Linux), or it exited meanwhile
+        return True
+
+
 class Worker:
     """One worker process and its two pipes (see the module notes)."""
 
     def __init__(self, limits: Limits) -> None:
-        self.home = tempfile.mkdtemp(prefix="nmmo-worker-")
+        remove_orphaned_homes()
+        self.home = tempfile.mkdtemp(prefix=f"{HOME_PREFIX}{os.getpid()}-")
         to_worker_r, self.to_worker = os.pipe()
         self.from_worker, from_worker_w = os.pipe()
         self.log = open(os.path.join(self.home, "worker.log"), "wb")  # noqa: SIM115 - closed in stop()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import nmmo
-from evaluation.sandbox import Limits
+from evaluation.sandbox import HOME_PREFIX, Limits, remove_orphaned_homes
 from evaluation.submission import SubprocessPolicy
 
 from .conftest import small_config, write_policy
@@ -187,8 +187,10 @@ def test_no_process_outlives_a_killed_tournament(tmp_path):
     harness = tmp_path / "harness.py"
     harness.write_text(textwrap.dedent(ORPHAN_HARNESS))
     root = Path(__file__).resolve().parents[2]
+    temp = tmp_path / "tmp"  # the workers' directories go here (TMPDIR), to be checked
+    temp.mkdir()
     parent = subprocess.Popen([sys.executable, str(harness), spec], cwd=root,
-                              env={**os.environ, "PYTHONPATH": str(root)})
+                              env={**os.environ, "PYTHONPATH": str(root), "TMPDIR": str(temp)})
     deadline = time.monotonic() + 60
     family: set[int] = set()
     while time.monotonic() < deadline:  # wait until both episodes' submission workers run in the pool
@@ -207,3 +209,11 @@ def test_no_process_outlives_a_killed_tournament(tmp_path):
     while any(alive(p) for p in family) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [p for p in family if alive(p)] == []
+    # their private directories are left behind; the next worker started removes them
+    orphaned = sorted(p.name for p in temp.iterdir() if p.name.startswith(HOME_PREFIX))
+    assert len(orphaned) >= 2, orphaned
+    ours = temp / f"{HOME_PREFIX}{os.getpid()}-live"  # a running tournament's directory stays
+    ours.mkdir()
+    removed = remove_orphaned_homes(str(temp))
+    assert sorted(Path(p).name for p in removed) == orphaned
+    assert [p.name for p in temp.iterdir() if p.name.startswith(HOME_PREFIX)] == [ours.name]
