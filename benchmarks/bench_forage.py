@@ -121,6 +121,13 @@ def home_distance(tiles, row: int, col: int) -> int:
     return -1 if field[here[0]] >= FAR else int(field[here[0]])
 
 
+def deaths(env: nmmo.Env, terminated: dict[int, bool]) -> list[tuple[int, int, str]]:
+    """(agent, slot, cause) of each agent that died in the step that gave `terminated`."""
+    state = env.realm.state
+    return [(aid, slot, death_cause(state, slot)) for aid, done in terminated.items() if done
+            for slot in [int(np.flatnonzero(state.entities.id[: env.n_slots] == aid)[0])]]
+
+
 def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = False,
            overrides: dict | None = None) -> None:
     import scripted
@@ -144,21 +151,16 @@ def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = F
         fresh, ticks, found = 0, 0, Counter()
         while env.agents:
             obs, _, terminated, _, infos = env.step(policy.act({a: o for a, o in obs.items() if a in env.agents}))
-            state = env.realm.state
-            ent = state.entities
-            for aid, done in terminated.items():
-                if done:
-                    slot = int(np.flatnonzero(ent.id[: env.n_slots] == aid)[0])
-                    cause = death_cause(state, slot)
-                    found[cause] += 1
-                    if agents <= 32 and hasattr(policy, "book"):
-                        row, col = (int(x) for x in policy.book.spawn[aid])
-                        home = home_distance(state.tiles, row, col)
-                        homes.append(home)
-                        print(f"  tick {ticks + 1}: agent {aid} died of {cause}; spawned at ({row}, {col}), "
-                              f"{home} steps from the nearest home")
+            for aid, _, cause in deaths(env, terminated):
+                found[cause] += 1
+                if agents <= 32 and hasattr(policy, "book"):
+                    row, col = (int(x) for x in policy.book.spawn[aid])
+                    home = home_distance(env.realm.state.tiles, row, col)
+                    homes.append(home)
+                    print(f"  tick {ticks + 1}: agent {aid} died of {cause}; spawned at ({row}, {col}), "
+                          f"{home} steps from the nearest home")
             lifetimes += [info["episode"] for info in infos.values() if "episode" in info]
-            fresh += int(np.count_nonzero(state.tiles.material.ravel()[band] == Material.FOREST))
+            fresh += int(np.count_nonzero(env.realm.state.tiles.material.ravel()[band] == Material.FOREST))
             ticks += 1
         totals.update(found)
         print(f"map {map_seed}: deaths {dict(found)}; unharvested band forests per tick {fresh / ticks:.0f}")
@@ -204,16 +206,11 @@ def lineup(policies: list[str], episodes: int, seed: int) -> None:
                 if mine:
                     actions.update(handle.act(mine) or {})
             obs, _, terminated, _, _ = env.step(actions)
-            state = env.realm.state
-            ent = state.entities
-            for aid, done in terminated.items():
-                if done:
-                    slot = int(np.flatnonzero(ent.id[: env.n_slots] == aid)[0])
-                    cause = death_cause(state, slot)
-                    if cause == "player":
-                        cause = f"hit by {policies[owner[int(ent.attacker_id[slot])]]}"
-                    causes[policies[owner[aid]]][cause] += 1
-                    ticks[policies[owner[aid]]].append(env.tick)
+            for aid, slot, cause in deaths(env, terminated):
+                if cause == "player":
+                    cause = f"hit by {policies[owner[int(env.realm.state.entities.attacker_id[slot])]]}"
+                causes[policies[owner[aid]]][cause] += 1
+                ticks[policies[owner[aid]]].append(env.tick)
         print(f"episode on map {map_seed} done", flush=True)
     share = config.PLAYER_N // len(policies) * episodes
     for spec in policies:
