@@ -192,17 +192,19 @@ def lineup(policies: list[str], episodes: int, seed: int) -> None:
     for s, map_seed in zip(episode_seeds(seed, episodes), eval_map_seeds(config, episodes), strict=True):
         env = nmmo.Env(config, seed=s)
         obs, _ = env.reset(seed=s, options={"map_seed": map_seed})
-        team_policy = deal(s, config.PLAYER_N, len(policies))  # teams of one: a team is a slot
+        team_size = config.PLAYER_TEAM_SIZE  # the tournament's deal: a policy per team, drawn from the seed
+        team_policy = deal(s, -(-config.PLAYER_N // team_size), len(policies))
         handles = [load_policy_class(spec)(config) for spec in policies]
         for index, handle in enumerate(handles):
             if hasattr(handle, "reset"):
                 handle.reset(policy_seed(s, index))
         ids, slots = env.live_players()
-        owner = dict(zip(ids.tolist(), team_policy[slots].tolist(), strict=True))
+        owner = dict(zip(ids.tolist(), team_policy[slots // team_size].tolist(), strict=True))
         while env.agents:
             actions: dict[int, dict] = {}
+            live = set(env.agents)
             for index, handle in enumerate(handles):
-                mine = {a: o for a, o in obs.items() if a in env.agents and owner[a] == index}
+                mine = {a: o for a, o in obs.items() if a in live and owner[a] == index}
                 if mine:
                     actions.update(handle.act(mine) or {})
             obs, _, terminated, _, _ = env.step(actions)
