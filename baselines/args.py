@@ -107,6 +107,11 @@ class Args:
     extra: dict = field(default_factory=dict)
     """Free-form notes stored with the run (not a flag)."""
 
+    def given_specs(self) -> frozenset[str]:
+        """The policy specs this run was given (league bots, teacher): the only ones that import
+        code which a league file may name this run (`nmmo.policy.check_spec_from_file`)."""
+        return frozenset([*self.league_bots, *([self.teacher] if self.teacher else [])])
+
 
 #: Recipes (`--preset NAME`): the settings that trained a shipped baseline, so one command repeats it.
 PRESETS: dict[str, dict] = {

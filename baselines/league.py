@@ -12,14 +12,16 @@
   deaths per agent slot wins, equal counts draw; TrueSkill with the tournaments' beta updates both,
   and SR is anchored like tournament SR (scripted:Combat = 1500 while it is in the pool).
 - Files: ``OUT/league.json`` (members, ratings, match counts, SR history; written atomically, read
-  back by ``--resume``) and ``OUT/league.png`` (SR of every member over the iterations).
+  back by ``--resume``) and ``OUT/league.png`` (SR of every member over the iterations). The file is
+  data: a member it names that would import code (``file.py:Class``, ``pkg.module:Class``) is refused
+  on load unless the same spec was given this run (`nmmo.policy.check_spec_from_file`).
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,11 +32,13 @@ import trueskill
 from baselines.env_policies import EnvPolicies
 from evaluation.rating import ANCHOR, BETA, skill_rating
 from nmmo.files import atomic_write_bytes
-from nmmo.policy import load_policy_class
+from nmmo.policy import check_spec_from_file, load_policy_class
 
 LEARNER = "learner"
 SAMPLING = ("uniform", "latest", "rating")
 LEAGUE_FILE = "league.json"
+#: The flag whose specs a league file may name (`League.load`'s `allowed`).
+LEAGUE_FLAG = "--league-bots"
 
 
 @dataclass
@@ -85,8 +89,9 @@ class League:
         return league
 
     @classmethod
-    def load(cls, out: str | Path) -> League:
-        """The league saved in OUT/league.json (for --resume)."""
+    def load(cls, out: str | Path, allowed: Collection[str] = ()) -> League:
+        """The league saved in OUT/league.json (for --resume). Its members are checked before any
+        is imported: one that imports code must be among `allowed`, the specs given this run."""
         path = Path(out) / LEAGUE_FILE
         try:
             data = json.loads(path.read_text())
@@ -94,8 +99,11 @@ class League:
             raise ValueError(f"no league to resume at {str(path)!r}") from None
         except json.JSONDecodeError as err:
             raise ValueError(f"{str(path)!r} is not a league file: {err}") from None
-        return cls(Path(out), data["sampling"], data["snapshot_every"], data["seed"],
-                   [Member(**m) for m in data["members"]], Member(**data["learner"]), data["history"])
+        members = [Member(**m) for m in data["members"]]
+        for member in members:
+            check_spec_from_file(member.spec, allowed, str(path), LEAGUE_FLAG)
+        return cls(Path(out), data["sampling"], data["snapshot_every"], data["seed"], members,
+                   Member(**data["learner"]), data["history"])
 
     # ------------------------------------------------------------ the pool
     def add(self, spec: str, iteration: int, rating: trueskill.Rating | None = None) -> Member:

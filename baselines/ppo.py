@@ -104,6 +104,7 @@ def train(args: Args) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)  # what a killed run's atomic writes left behind
+    league = _league(args, out) if args.league else None  # its file's specs are checked before any env exists
     config = config_module.resolve(args.config)
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
                     ray_address=args.ray_address, env=args.env)
@@ -125,7 +126,6 @@ def train(args: Args) -> dict:
         for name in ("log.csv", "log.jsonl", "curves.png"):
             (out / name).unlink(missing_ok=True)
     run = _wandb(args, config) if args.wandb else None
-    league = _league(args, out) if args.league else None
     learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
     opponents = Opponents(config, args.num_envs, args.seed) if league else None
     teacher = Teacher(config, args.teacher, args.num_envs, args.seed) if args.teacher and args.teacher_steps else None
@@ -256,9 +256,10 @@ def _check_resume(ckpt: dict, model: Policy, config) -> None:
 
 
 def _league(args: Args, out: Path) -> League:
-    """The league of this run: read back on --resume, else a new one with the configured bots."""
+    """The league of this run: read back on --resume (a member that imports code only when given
+    again this run, see `League.load`), else a new one with the configured bots."""
     if args.resume and (out / LEAGUE_FILE).exists():
-        return League.load(out)
+        return League.load(out, allowed=args.given_specs())
     return League.create(out, args.league_bots, sampling=args.league_sampling,
                          snapshot_every=args.league_snapshot_every, seed=args.seed)
 

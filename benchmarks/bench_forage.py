@@ -6,6 +6,7 @@ Usage:
     python benchmarks/bench_forage.py causes [--agents 256] [--episodes 2] [--bot Forage] [--reveal-map]
     python benchmarks/bench_forage.py lifetime --set MAP_WATER_THRESHOLD=0.365 ...   # any small_maps key
     python benchmarks/bench_forage.py lineup [--episodes 2] [--policies baseline:small scripted:Combat ...]
+                                             (--secret INT | --journal out/tournament/episodes.jsonl)
 
 `lifetime` and `table` are `evaluation.evaluate` runs on `small_maps` (self-contained, held-out
 maps, continuous respawn, means over every lifetime, those cut by the horizon included): the
@@ -19,7 +20,8 @@ for each death (with `--agents` at most 32) the walk from the agent's spawn to i
 food and 10 water (the starting capacities) keep up. `--reveal-map` gives the bot's memory the
 whole map before the first tick (a bound: what a perfect memory and search would add).
 `lineup` replays canonical tournament episodes (the `tournament` config, the seeds, maps and deal
-of `nmmo tournament --seed S`) in this process, for policies that run in-process (scripted:,
+of `nmmo tournament --seed S`; the deal needs the run's secret, from `--secret` or the run's
+journal) in this process, for policies that run in-process (scripted:,
 baseline:, random, idle), and reports per policy when its agents died and of what, naming the
 policy of the player that dealt a killing hit.
 """
@@ -180,7 +182,7 @@ def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = F
         print(f"deaths whose spawn was 14 or more steps (or no path) from the nearest home: {far} of {len(homes)}")
 
 
-def lineup(policies: list[str], episodes: int, seed: int) -> None:
+def lineup(policies: list[str], episodes: int, seed: int, secret: int) -> None:
     from evaluation.episode import deal
     from evaluation.tournament import equal_shares, tournament_policies
     from nmmo.policy import load_policy_class
@@ -192,12 +194,12 @@ def lineup(policies: list[str], episodes: int, seed: int) -> None:
     for s, map_seed in zip(episode_seeds(seed, episodes), eval_map_seeds(config, episodes), strict=True):
         env = nmmo.Env(config, seed=s)
         obs, _ = env.reset(seed=s, options={"map_seed": map_seed})
-        team_size = config.PLAYER_TEAM_SIZE  # the tournament's deal: a policy per team, drawn from the seed
-        team_policy = deal(s, -(-config.PLAYER_N // team_size), len(policies))
+        team_size = config.PLAYER_TEAM_SIZE  # the tournament's deal: a policy per team, seed and secret
+        team_policy = deal(s, -(-config.PLAYER_N // team_size), len(policies), secret)
         handles = [load_policy_class(spec)(config) for spec in policies]
         for index, handle in enumerate(handles):
             if hasattr(handle, "reset"):
-                handle.reset(policy_seed(s, index))
+                handle.reset(policy_seed(s, index, secret))
         ids, slots = env.live_players()
         owner = dict(zip(ids.tolist(), team_policy[slots // team_size].tolist(), strict=True))
         while env.agents:
@@ -234,6 +236,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=None, help="maps (lifetime: 8, table: 4, causes: 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--secret", type=lambda text: int(text, 0), default=None,
+                        help="lineup: the tournament's secret (the first line of its journal holds it)")
+    parser.add_argument("--journal", default=None, help="lineup: a tournament's episodes.jsonl, for its secret")
     parser.add_argument("--reveal-map", action="store_true",
                         help="causes: the bot's memory starts with the whole map (a bound on memory and search)")
     parser.add_argument("--set", type=override, action="append", default=[], metavar="KEY=VALUE",
@@ -249,7 +254,12 @@ def main() -> None:
     elif args.what == "table":
         table(args.bots, args.episodes or 4, args.seed, args.workers, overrides)
     elif args.what == "lineup":
-        lineup(args.policies, args.episodes or 2, args.seed)
+        from evaluation.journal import recorded_secret
+
+        secret = args.secret if args.secret is not None else recorded_secret(args.journal) if args.journal else None
+        if secret is None:
+            parser.error("lineup needs the tournament's deal secret: --secret INT or --journal OUT/episodes.jsonl")
+        lineup(args.policies, args.episodes or 2, args.seed, secret)
     else:
         causes(args.bot, args.agents or 256, args.episodes or 2, args.seed, args.reveal_map, overrides)
 

@@ -4,8 +4,9 @@ Each ref is checked out once into a git worktree under /tmp; then, round after r
 benchmark command runs in every worktree in turn (the order alternates between rounds), with
 PYTHONPATH pointing at that worktree so it measures that commit's code with this interpreter. The
 command must print a JSON object as its last line; `--key` picks the figures to compare. Prints the
-median over rounds per ref and the ratio to the first ref. A script given by an absolute path runs
-as it is in this checkout, against each ref's packages (for flags an old script lacks).
+median over rounds per ref, its range (the spread) and the ratio to the first ref. A script given
+by an absolute path runs as it is in this checkout, against each ref's packages (for flags an old
+script lacks).
 
     python benchmarks/compare_commits.py --refs 051e41b HEAD --rounds 3 \\
         -- benchmarks/bench_env.py --child medium dict 1000
@@ -71,9 +72,11 @@ def main() -> None:
     for sha, _ in trees:
         cells = []
         for key in args.key:
-            median = float(np.median(figures[sha][key]))
+            values = figures[sha][key]
+            median = float(np.median(values))
             ratio = median / float(np.median(figures[base][key]))
-            cells.append(f"{key} median {median:,.1f} ({ratio:.3f}x of {base})")
+            cells.append(f"{key} median {median:,.1f} (range {min(values):,.1f}-{max(values):,.1f}; "
+                         f"{ratio:.3f}x of {base})")
         print(f"{sha}: " + "; ".join(cells))
     print(json.dumps({sha: {k: float(np.median(v)) for k, v in f.items()} for sha, f in figures.items()}))
 

@@ -23,9 +23,9 @@ def add_allow_origin(parser: argparse.ArgumentParser) -> None:
 
 
 def add_server_flags(parser: argparse.ArgumentParser) -> None:
-    """Where and how much to serve: --host, --port, --allow-origin, --max-viewers, --max-replay-mb, and
-    the --overlay the viewer link opens with."""
-    from client_server.replays import MAX_REPLAY_MB
+    """Where and how much to serve: --host, --port, --allow-origin, --max-viewers, --max-replay-mb,
+    --replay-cache-mb, and the --overlay the viewer link opens with."""
+    from client_server.replays import MAX_REPLAY_MB, REPLAY_CACHE_MB
 
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port to serve on")
@@ -33,6 +33,9 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-viewers", type=int, default=256, help="websocket viewers served at once")
     parser.add_argument("--max-replay-mb", type=int, default=MAX_REPLAY_MB,
                         help="refuse replays whose arrays decode to more MiB than this")
+    parser.add_argument("--replay-cache-mb", type=int, default=REPLAY_CACHE_MB,
+                        help="keep decoded replays for later viewers up to this many MiB in all, least "
+                             "recently used dropped first (0: keep none)")
     parser.add_argument("--overlay", default=None, metavar="NAME",
                         help="the overlay the printed viewer link opens with (e.g. value, visits)")
 
@@ -43,6 +46,8 @@ def check_server_flags(args: argparse.Namespace) -> None:
         normalize_origin(origin)
     if args.max_viewers < 1 or args.max_replay_mb < 1:
         raise ValueError("--max-viewers and --max-replay-mb must be positive")
+    if args.replay_cache_mb < 0:
+        raise ValueError(f"--replay-cache-mb must be 0 or more, got {args.replay_cache_mb}")
     check_port(args.host, args.port)
 
 
@@ -70,7 +75,8 @@ def serve_command(args: argparse.Namespace) -> int:
 
     url = f"http://{args.host}:{args.port}/"
     guard = {"host": args.host, "port": args.port, "allow_origins": args.allow_origin,
-             "max_viewers": args.max_viewers, "max_replay_mb": args.max_replay_mb}
+             "max_viewers": args.max_viewers, "max_replay_mb": args.max_replay_mb,
+             "replay_cache_mb": args.replay_cache_mb}
     if args.live:
         session = LiveSession(config_module.resolve(args.config), args.policy, seed=args.seed, speed=args.speed)
         app, url = create_app(live=session, **guard), url + "?live=1"

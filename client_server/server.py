@@ -26,7 +26,7 @@ from fastapi.staticfiles import StaticFiles
 from client_server.guard import AllowedPeers, HostOriginGuard
 from client_server.packets import dumps, tick_packet
 from client_server.protocol import CommandError, error_frame, parse_command
-from client_server.replays import MAX_REPLAY_MB, ReplayCache, listing
+from client_server.replays import MAX_REPLAY_MB, REPLAY_CACHE_MB, ReplayCache, listing
 from client_server.sessions import LiveSession, LiveViewer, ReplayViewer
 from nmmo.replay import ReplayError, read_header
 
@@ -51,16 +51,17 @@ def replay_path(directory: Path, name: str) -> Path:
 def create_app(replay_dir: str | Path | None = None, live: LiveSession | None = None,
                web_dir: Path = WEB_DIST, host: str = "127.0.0.1", port: int = 8000,
                allow_origins: Sequence[str] = (), max_viewers: int = MAX_VIEWERS,
-               max_replay_mb: int = MAX_REPLAY_MB) -> FastAPI:
+               max_replay_mb: int = MAX_REPLAY_MB, replay_cache_mb: int = REPLAY_CACHE_MB) -> FastAPI:
     """The server app: replays from `replay_dir`, a live session if given, the viewer from `web_dir`.
 
     `host` and `port` are where it will be served: requests must name it (Host) and websockets
     come from its own page (Origin) or from a program (no Origin); `allow_origins` widens that
     (see `client_server.guard`). Everything else gets 403. At most `max_viewers` websockets at
     once (more are refused with an error frame); replays are decoded once, shared, off the event
-    loop, and refused when their arrays would decode to more than `max_replay_mb` MiB."""
+    loop, and refused when their arrays would decode to more than `max_replay_mb` MiB; the decoded
+    replays kept for later viewers take at most `replay_cache_mb` MiB (see `client_server.replays`)."""
     peers = AllowedPeers(host, port, allow_origins)
-    cache = ReplayCache(max_bytes=max_replay_mb * 2**20)
+    cache = ReplayCache(max_bytes=max_replay_mb * 2**20, cache_bytes=replay_cache_mb * 2**20)
     viewers = {"open": 0}
     directory = Path(replay_dir).resolve() if replay_dir is not None else None
 

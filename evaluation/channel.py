@@ -8,10 +8,14 @@ halfway through a frame, and never holding more than the limit in memory.
   tick's observations as raw arrays: a JSON header (agent ids, tick, each field's dtype, shape and
   byte offset) followed by the arrays' bytes. `decode_observations` rebuilds the per-agent dicts
   the policy API promises (views into one buffer).
-- Worker to episode: JSON only (``ready``, ``ok`` with the actions, ``error``). `decode_reply`
-  parses it with `json.loads` and checks its shape; anything else is a malformed reply. JSON can
-  only build dicts, lists, strings and numbers, so nothing a worker writes to the pipe, however
-  crafted, can run code in the episode process.
+- Worker to episode: fixed binary frames, never JSON (`Reply`): ``R`` (ready), ``E`` and a
+  UTF-8 message (an error), or ``A`` and the tick's actions as arrays: a uint32 count n, n int64
+  agent ids, an (n, 3) int64 array of (direction, style, target) rows, then an optional UTF-8
+  note (the first problem the worker met reading its policy's dict). `decode_reply` checks the
+  sizes and builds nothing but two int64 arrays and two short strings; a frame it cannot read,
+  whatever the reason, is a ChannelError (a malformed reply). The episode validates every row
+  itself and counts what it drops (`evaluation.submission.validate_rows`): no number in the
+  results comes from what a worker says about itself.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 import select
 import struct
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -105,39 +110,86 @@ def encode_message(kind: str, **fields: Any) -> bytes:
 
 
 def decode_message(payload: bytes) -> dict[str, Any]:
-    """A JSON message as a dict with a string ``kind``; ChannelError for anything else."""
+    """A JSON message as a dict with a string ``kind``; ChannelError for anything else (of any
+    exception type: nesting too deep for the parser is one)."""
     try:
         message = json.loads(payload)
-    except (UnicodeDecodeError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - ValueError, UnicodeDecodeError, RecursionError, ...
         raise ChannelError(f"not a JSON message ({type(err).__name__})") from None
     if not isinstance(message, dict) or not isinstance(message.get("kind"), str):
         raise ChannelError("not a message: expected a JSON object with a 'kind' string")
     return message
 
 
-def decode_reply(payload: bytes) -> dict[str, Any]:
-    """A worker's reply to ``act``: {"kind": "ok", "actions": {id: action}, "dropped": int,
-    "problem": str | None} or {"kind": "error", "message": str}; ChannelError for anything else
-    (the actions themselves are validated by the caller, against the agents it controls)."""
-    reply = decode_message(payload)
-    kind = reply["kind"]
-    if kind == "error" and isinstance(reply.get("message"), str):
-        return reply
-    if kind == "ok" and isinstance(reply.get("actions"), dict) and type(reply.get("dropped", 0)) is int and (
-            reply.get("problem") is None or isinstance(reply.get("problem"), str)):
-        reply["actions"] = {_agent_key(k): v for k, v in reply["actions"].items()}
-        return reply
-    raise ChannelError(f"an unexpected reply of kind {kind[:40]!r}")
+# ---------------------------------------------------------------- replies
+READY, ERROR, ACTIONS = b"R", b"E", b"A"
+COUNT = struct.Struct("<I")
+#: Longest error message or note kept from a reply, in characters (the rest is cut).
+MAX_REPLY_TEXT = 300
 
 
-def _agent_key(key: str) -> int | str:
-    """JSON object keys are strings: agent ids come back as ints (anything else stays a string,
-    which validation then drops as an agent the policy does not control)."""
-    return int(key) if key.lstrip("-").isdigit() and len(key) < 20 else key
+@dataclass(frozen=True)
+class Reply:
+    """A worker's reply as the episode reads it: ``kind`` is "ready", "error" (with `text`) or
+    "actions" (agent `ids` (n,) and (direction, style, target) `rows` (n, 3), int64, and the
+    worker's `text` note on what it could not read, or None)."""
+
+    kind: str
+    ids: np.ndarray | None = None
+    rows: np.ndarray | None = None
+    text: str | None = None
 
 
-def encode_actions(actions: dict[int, dict]) -> dict[str, dict]:
-    return {str(agent): action for agent, action in actions.items()}
+def encode_ready() -> bytes:
+    return READY
+
+
+def encode_error(message: str) -> bytes:
+    return ERROR + message[:MAX_REPLY_TEXT].encode("utf-8", "replace")
+
+
+def encode_actions(ids: np.ndarray, rows: np.ndarray, note: str | None = None) -> bytes:
+    """An ``A`` frame: the count, the ids, the rows, the note (see the module notes)."""
+    ids = np.ascontiguousarray(ids, dtype="<i8")
+    rows = np.ascontiguousarray(rows, dtype="<i8")
+    if rows.shape != (len(ids), 3):
+        raise ValueError(f"rows must have shape ({len(ids)}, 3), got {rows.shape}")
+    text = b"" if note is None else note[:MAX_REPLY_TEXT].encode("utf-8", "replace")
+    return ACTIONS + COUNT.pack(len(ids)) + ids.tobytes() + rows.tobytes() + text
+
+
+def decode_reply(payload: bytes) -> Reply:
+    """A worker's frame as a `Reply`; ChannelError for anything else, whatever went wrong."""
+    try:
+        return _decode_reply(payload)
+    except ChannelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any failure to read a frame is the sender's fault
+        raise ChannelError(f"an unreadable reply ({type(err).__name__})") from None
+
+
+def _decode_reply(payload: bytes) -> Reply:
+    kind = payload[:1]
+    if kind == READY and len(payload) == 1:
+        return Reply("ready")
+    if kind == ERROR:
+        return Reply("error", text=_text(payload[1:]))
+    if kind != ACTIONS or len(payload) < 1 + COUNT.size:
+        raise ChannelError(f"a reply that starts with {bytes(payload[:8])!r}, not a ready, error or actions frame")
+    (n,) = COUNT.unpack_from(payload, 1)
+    start = 1 + COUNT.size
+    end = start + 32 * n
+    if len(payload) < end:
+        raise ChannelError(f"an actions frame announcing {n} actions holds only {len(payload) - start} bytes of them")
+    ids = np.frombuffer(payload, dtype="<i8", count=n, offset=start).astype(np.int64)
+    rows = np.frombuffer(payload, dtype="<i8", count=3 * n, offset=start + 8 * n).astype(np.int64).reshape(n, 3)
+    note = payload[end:]
+    return Reply("actions", ids, rows, _text(note) if note else None)
+
+
+def _text(data: bytes) -> str:
+    """A short string of whatever bytes a worker sent as text."""
+    return data[: 4 * MAX_REPLY_TEXT].decode("utf-8", "replace")[:MAX_REPLY_TEXT]
 
 
 # ------------------------------------------------------------ observations

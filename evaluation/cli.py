@@ -80,7 +80,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
                                  progress=not args.quiet and live is None,
                                  record_dir=None if args.record is None else str(args.record),
                                  journal=None if args.out is None else args.out / JOURNAL_FILE, resume=args.resume,
-                                 on_update=show if live is not None else None, **ray_options(args))
+                                 on_update=show if live is not None else None, secret=args.secret,
+                                 **ray_options(args))
     print_tournament(console, results)
     if args.out is not None:
         _saved(console, save_results(results, args.out))
@@ -112,6 +113,17 @@ def _cmd_table1(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+def _secret(text: str) -> int:
+    """A --secret value: a non-negative int, decimal or 0x-hex."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
 
 
 def limits_from(args: argparse.Namespace) -> Limits:
@@ -169,6 +181,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
     tour.add_argument("--resume", action="store_true",
                       help="continue the run journaled in OUT/episodes.jsonl (same settings; --episodes may grow)")
+    tour.add_argument("--secret", type=_secret, default=None, metavar="INT",
+                      help="the deal's secret (default: a fresh one, or the journal's with --resume); recorded in "
+                           "OUT/episodes.jsonl: pass it back with --seed to re-run a tournament exactly")
     tour.add_argument("--record", type=Path, default=None, metavar="DIR",
                       help="also save every episode as a replay in DIR (watch with nmmo serve --replay-dir DIR)")
     tour.set_defaults(func=_cmd_tournament)

@@ -1,9 +1,11 @@
 """One evaluation episode: several policies share one world for a fixed number of ticks.
 
 Agent slots are dealt to policies in equal shares (the first policies get one more when the slots
-do not divide evenly) in an order drawn from the episode seed (`deal`), so nothing an agent can
-observe of another (its id, its TEAM column, where it spawned) says which policy controls it; an
-agent that respawns into a slot plays for that slot's policy. With teams (PLAYER_TEAM_SIZE > 1)
+do not divide evenly) in an order drawn from the episode seed and the tournament's secret
+(`deal`), so nothing an agent can observe of another (its id, its TEAM column, where it spawned)
+says which policy controls it; an agent that respawns into a slot plays for that slot's policy.
+The secret also salts the seeds policies get in `reset(seed)`: a submission cannot search the
+run seeds for the one that gave its reset seed and then recompute the deal. With teams (PLAYER_TEAM_SIZE > 1)
 whole teams are dealt, so teammates always play for the same policy. Every lifetime the engine
 reports (deaths, and everyone alive at the horizon) is credited to its agent's policy.
 Episodes are self-contained tasks (picklable, the config as TOML text) so a process pool can run
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -49,9 +52,23 @@ def episode_seeds(seed: int, episodes: int) -> list[int]:
     return [int(child.generate_state(1)[0]) for child in np.random.SeedSequence(seed).spawn(episodes)]
 
 
-def policy_seed(episode_seed: int, index: int) -> int:
-    """Seed for `reset(seed)` of the policy at position `index` in one episode."""
-    return int(np.random.SeedSequence([episode_seed, index]).generate_state(1)[0])
+def policy_seed(episode_seed: int, index: int, secret: int | None = None) -> int:
+    """Seed for `reset(seed)` of the policy at position `index` in one episode, salted by the
+    tournament's `secret` (None: unsalted, as `evaluate` runs one policy and has no deal to hide)."""
+    return int(np.random.SeedSequence([episode_seed, index, *_salt(secret)]).generate_state(1)[0])
+
+
+def draw_secret() -> int:
+    """A fresh tournament secret: 128 bits from the OS, so no one can guess or search it."""
+    return secrets.randbits(128)
+
+
+def _salt(secret: int | None) -> list[int]:
+    if secret is None:
+        return []
+    if not isinstance(secret, int) or isinstance(secret, bool) or secret < 0:
+        raise ValueError(f"the tournament secret must be a non-negative int, got {secret!r}")
+    return [secret]
 
 
 def eval_map_seeds(config: Config, episodes: int) -> list[int]:
@@ -74,6 +91,7 @@ class EpisodeTask:
     limits: Limits = Limits()  # bounds on submissions' worker processes
     max_restarts: int = 5
     replay_path: str | None = None  # record the episode and save the replay here
+    secret: int | None = None  # salts the deal and the policies' reset seeds (never sent to a worker)
 
 
 @dataclass
@@ -107,10 +125,10 @@ class EpisodeResult:
 DEAL_STREAM = 0x0DEA1
 
 
-def deal(seed: int, n_teams: int, n_policies: int) -> np.ndarray:
+def deal(seed: int, n_teams: int, n_policies: int, secret: int | None = None) -> np.ndarray:
     """Policy index of each team (a team of one is a slot): equal shares, the first ``n_teams %
-    n_policies`` policies one more, in an order drawn from the episode seed."""
-    rng = np.random.default_rng(np.random.SeedSequence([seed, DEAL_STREAM]))
+    n_policies`` policies one more, in an order drawn from the episode seed and the `secret`."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, DEAL_STREAM, *_salt(secret)]))
     return rng.permutation(np.arange(n_teams) % n_policies)
 
 
@@ -161,11 +179,11 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     team_of = np.full(len(env.possible_agents) + 1, -1, dtype=np.int64)
     reported: dict[int, dict] = {}
     engine_errors = 0
-    team_policy = deal(task.seed, -(-config.PLAYER_N // config.PLAYER_TEAM_SIZE), n)
+    team_policy = deal(task.seed, -(-config.PLAYER_N // config.PLAYER_TEAM_SIZE), n, task.secret)
     try:
         obs, _ = env.reset(seed=task.seed, options={"map_seed": task.map_seed})
         for p, handle in enumerate(handles):
-            handle.reset(policy_seed(task.seed, p))
+            handle.reset(policy_seed(task.seed, p, task.secret))
         ids, owners, teams = _live(env, team_policy)
         owner_of[ids], team_of[ids] = owners, teams
         values = ValueOverlays(env, handles) if task.replay_path is not None else None

@@ -1,7 +1,7 @@
 """A journal of finished episodes, so a long tournament survives a crash and resumes where it stopped.
 
-``episodes.jsonl`` in the output directory: the first line names the run (config, policies, seed
-and everything else that changes what an episode produces), then one line per finished episode
+``episodes.jsonl`` in the output directory: the first line names the run (config, policies, seed,
+the tournament's secret and everything else that changes what an episode produces), then one line per finished episode
 with its raw lifetimes, appended and synced as it finishes. A run with ``resume=True`` reads the
 journal back, checks that it belongs to the same run (naming the setting that differs), and plays
 only the episodes it lacks; it may also ask for more episodes than the journal's run did, since
@@ -24,7 +24,7 @@ from evaluation.submission import Faults
 
 JOURNAL_FILE = "episodes.jsonl"
 FORMAT = "flatmmo-journal"
-VERSION = 1
+VERSION = 2  # v2: the tournament secret in the first line (v1 runs dealt without one)
 
 
 def _encode(result: EpisodeResult) -> dict[str, Any]:
@@ -75,7 +75,8 @@ class Journal:
             raise ValueError(f"{str(self.path)!r} has journal version {header.get('version')}, expected {VERSION}")
         for key, value in self.run.items():
             if header.get(key) != value:
-                theirs, ours = first_difference(header.get(key), value)
+                theirs, ours = ("is another", "(--secret)") if key == "secret" else first_difference(
+                    header.get(key), value)
                 raise ValueError(f"cannot resume from {str(self.path)!r}: its {key} {theirs}, "
                                  f"this run's {ours} (use another --out or drop --resume)")
         for number, line in enumerate(lines[1:], start=2):
@@ -102,6 +103,17 @@ class Journal:
             handle.write(json.dumps(_encode(result), allow_nan=False) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def recorded_secret(path: str | Path) -> int | None:
+    """The tournament secret in a journal's first line (None: no journal there, or one without)."""
+    try:
+        with open(path) as handle:
+            header = json.loads(handle.readline())
+    except (OSError, ValueError):
+        return None
+    secret = header.get("secret") if isinstance(header, dict) else None
+    return secret if isinstance(secret, int) and not isinstance(secret, bool) else None
 
 
 def first_difference(theirs: Any, ours: Any) -> tuple[str, str]:

@@ -10,7 +10,8 @@ sigma is negligible and Phi(1.645) = 0.95. The 95 % interval is SR +- 1.96 k sig
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import trueskill
 
@@ -106,3 +107,35 @@ class Ratings:
             rows.append({"policy": policy, "mu": rating.mu, "sigma": rating.sigma, "sr": sr,
                          "ci_low": sr - half, "ci_high": sr + half})
         return rows
+def episode_ranks(scores: Sequence[float | None], tie_breaks: Sequence[float | None] | None) -> list[int | None]:
+    """One episode's ranking: by score, equal scores by tie-break (None: draws); a policy without a
+    score is not ranked. What `Standings` ranks by and `validate_results` re-derives."""
+    if tie_breaks is None:
+        return ranks_from_scores(scores)
+    return ranks_from_scores([None if s is None else (s, t) for s, t in zip(scores, tie_breaks, strict=True)])
+
+
+def history_entry(index: int, table: list[dict[str, Any]]) -> dict[str, Any]:
+    """The sr_history entry of episode `index` from `Ratings.table()` (SR, mu and sigma per policy)."""
+    return {"episode": index, **{key: {row["policy"]: row[key] for row in table} for key in ("sr", "mu", "sigma")}}
+
+
+def payoff_table(policies: list[str], rankings: Iterable[Sequence[int | None]]) -> dict[str, dict[str, float | None]]:
+    """{a: {b: share of the episodes both played in which a ranked above b}} (None: no such episode)."""
+    n = len(policies)
+    wins, games = [[0] * n for _ in range(n)], [[0] * n for _ in range(n)]
+    for ranks in rankings:
+        playing = [i for i, rank in enumerate(ranks) if rank is not None]
+        for i in playing:
+            for j in playing:
+                if i != j:
+                    games[i][j] += 1
+                    wins[i][j] += ranks[i] < ranks[j]
+    return {a: {b: (None if games[i][j] == 0 else wins[i][j] / games[i][j]) for j, b in enumerate(policies) if j != i}
+            for i, a in enumerate(policies)}
+
+
+def all_way_ties(rankings: Iterable[Sequence[int | None]]) -> int:
+    """Episodes in which every policy that played (two or more) tied."""
+    return sum(len(played) > 1 and max(played) == 0
+               for played in ([rank for rank in ranks if rank is not None] for ranks in rankings))

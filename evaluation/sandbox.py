@@ -15,8 +15,8 @@ Each untrusted policy gets a fresh ``python -m evaluation.worker`` process per e
 - **Processes.** The worker leads its own process group: closing it kills the group, so children
   a submission forks die with it; and it dies when the episode process dies (parent-death signal).
 - **Channel.** Two OS pipes carrying frames of data (`evaluation.channel`): observations as raw
-  arrays, replies as JSON, each read with a deadline and a size limit. A reply that is not a
-  well-formed message is a malformed fault and the worker is replaced.
+  arrays, replies as fixed binary frames of int64 arrays, each read with a deadline and a size
+  limit. A reply that cannot be read is a malformed fault and the worker is replaced.
 
 What remains to trust (docs/evaluation.md): a submission runs with the user's privileges. It can
 read files the user can read and use the network; the limits bind an unprivileged user, while a
@@ -42,7 +42,7 @@ from evaluation.channel import (
     MAX_REPLY_BYTES,
     ChannelError,
     ChannelTimeout,
-    decode_message,
+    Reply,
     decode_reply,
     encode_message,
     encode_observations,
@@ -213,23 +213,26 @@ def start_worker(spec: str, config: Config | None, seed: int, limits: Limits,
             "config_name": None if config is None else config.name}
     try:
         worker.send(b"M" + encode_message("init", **init), deadline)
-        reply = decode_message(worker.receive(deadline))
+        reply = decode_reply(worker.receive(deadline))
     except ChannelTimeout:
         worker.stop()
         return None, "timeout", f"not ready within {limits.init_timeout:g} s of starting"
     except ChannelError as err:
         time.sleep(0.05)  # let a dying worker finish dying, so its exit says why
-        why = worker.death() or str(err)
+        death = worker.death()
         worker.stop()
-        return None, "exception", f"worker died while starting ({why})"
-    if reply["kind"] == "ready":
+        if death is None:  # alive, but it wrote something that is not a reply
+            return None, "malformed", f"worker sent an unreadable reply while starting ({err})"
+        return None, "exception", f"worker died while starting ({death})"
+    if reply.kind == "ready":
         if check_only:
             worker.stop(grace=CLOSE_GRACE_S)
             return None, None, None
         return worker, None, None
     worker.stop()
-    message = reply.get("message") if isinstance(reply.get("message"), str) else preview(reply)
-    return None, "exception", f"could not start: {preview(message, 300)}"
+    if reply.kind == "error":
+        return None, "exception", f"could not start: {reply.text}"
+    return None, "malformed", "worker sent actions before it was ready"
 
 
 def check_spec_in_worker(spec: str, timeout: float = 60.0) -> None:
@@ -250,7 +253,7 @@ def send_observations(worker: Worker, observations: dict[int, dict], deadline: f
     worker.send(b"O" + encode_observations(observations), deadline)
 
 
-def receive_actions(worker: Worker, deadline: float) -> dict[str, Any]:
+def receive_actions(worker: Worker, deadline: float) -> Reply:
     """The worker's reply to this tick (`evaluation.channel.decode_reply`); ChannelError otherwise."""
     return decode_reply(worker.receive(deadline))
 

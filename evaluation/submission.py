@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from evaluation.channel import ChannelError, ChannelTimeout
 from evaluation.faults import FAULT_KINDS, Faults, error_text, preview  # noqa: F401 - Faults, FAULT_KINDS re-exported
@@ -29,7 +30,7 @@ from evaluation.sandbox import (
     send_observations,
     start_worker,
 )
-from nmmo.actions import ActionError, as_index, clean_action
+from nmmo.actions import UNREADABLE_ROW, action_rows, rows_in_space, rows_to_actions
 from nmmo.config import Config
 from nmmo.policy import BUILTIN, load_policy_class
 
@@ -38,26 +39,48 @@ START_METHOD = "spawn"
 
 
 # -------------------------------------------------------------- validation
-def validate_actions(actions: Any, controlled: set[int] | frozenset[int]) -> tuple[dict[int, dict], int, str | None]:
-    """Keep the well-formed actions of agents in `controlled`.
+def validate_rows(ids: np.ndarray, rows: np.ndarray, controlled: frozenset[int] | set[int],
+                  n_obs: int) -> tuple[np.ndarray, np.ndarray, int, str | None]:
+    """Keep the rows that are actions of agents in `controlled`, one per agent, inside the action
+    space (`nmmo.actions.rows_in_space`): the one check every policy's reply goes through, whether
+    it came from a worker's frame or an in-process policy's dict (`action_rows`).
 
-    Returns (clean actions, number of single-agent actions dropped, a message naming the first
-    problem or None). A reply that is not a mapping drops everything (counted as one)."""
-    if not isinstance(actions, Mapping):
-        return {}, 1, f"act returned {type(actions).__name__}, not a dict {{agent_id: action}}"
-    clean: dict[int, dict] = {}
-    problem = None
-    dropped = 0
-    for agent, action in actions.items():
-        agent_id = as_index(agent)
-        try:
-            if agent_id not in controlled:
-                raise ActionError(f"action for agent {preview(agent)}, which this policy does not control")
-            clean[agent_id] = clean_action(agent_id, action)
-        except ActionError as err:
-            dropped += 1
-            problem = problem or preview(str(err), 200)
-    return clean, dropped, problem
+    Returns (kept ids, kept rows, number of rows dropped, a message naming the first dropped row or
+    None). Every count is made here, from the rows themselves."""
+    n = len(ids)
+    if n == 0:
+        return ids, rows, 0, None
+    mine = np.fromiter((agent in controlled for agent in ids.tolist()), dtype=bool, count=n)
+    first = np.zeros(n, dtype=bool)
+    first[np.unique(ids, return_index=True)[1]] = True
+    in_space = rows_in_space(rows, n_obs)
+    keep = mine & first & in_space
+    dropped = n - int(keep.sum())
+    if not dropped:
+        return ids, rows, 0, None
+    i = int(np.flatnonzero(~keep)[0])
+    agent = int(ids[i])
+    if not mine[i]:
+        problem = f"action for agent {agent}, which this policy does not control"
+    elif not first[i]:
+        problem = f"more than one action for agent {agent}"
+    elif tuple(rows[i].tolist()) == UNREADABLE_ROW:
+        problem = f"agent {agent}: an action that could not be read"
+    else:
+        problem = (f"agent {agent}: action (Direction, Style, Target) = {tuple(rows[i].tolist())} is outside the "
+                   f"action space (0..4, -1..2, -1..{n_obs})")
+    return ids[keep], rows[keep], dropped, problem
+
+
+def validate_actions(actions: Any, controlled: set[int] | frozenset[int],
+                     n_obs: int = 2**62) -> tuple[dict[int, dict], int, str | None]:
+    """Keep the well-formed actions of agents in `controlled` from a dict reply (`validate_rows`
+    over `action_rows`). Returns (clean actions, number of single-agent actions dropped, a message
+    naming the first problem or None). A reply that is not a mapping drops everything (counted as
+    one). Without `n_obs` the target index is not checked against the observation's size."""
+    ids, rows, note = action_rows(actions)
+    ids, rows, dropped, problem = validate_rows(ids, rows, frozenset(controlled), n_obs)
+    return rows_to_actions(ids, rows), dropped, (f"{problem} ({note})" if note else problem) if dropped else None
 
 
 # ------------------------------------------------------------------ specs
@@ -99,9 +122,10 @@ class PolicyHandle(abc.ABC):
     `collect()`, which returns validated actions (possibly empty) and never raises. Splitting the
     tick in two lets worker processes think while the rest of the tick's policies run."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, config: Config) -> None:
         self.spec = spec
         self.faults = Faults()
+        self._config = config
         self._controlled: frozenset[int] = frozenset()
 
     @abc.abstractmethod
@@ -119,23 +143,22 @@ class PolicyHandle(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook: in-process policies hold nothing to release
         """Release what the policy holds (worker processes)."""
 
-    def _accept(self, actions: Any, extra_dropped: int = 0, extra_problem: str | None = None) -> dict[int, dict]:
-        """Validate a reply against the agents this tick's observations covered; count a malformed
-        fault for any drop."""
-        clean, dropped, problem = validate_actions(actions, self._controlled)
-        dropped += extra_dropped
+    def _accept(self, ids: np.ndarray, rows: np.ndarray, note: str | None) -> dict[int, dict]:
+        """Validate a reply's rows against the agents this tick's observations covered
+        (`validate_rows`); count a malformed fault for any drop, the reply's own `note` (what the
+        policy's dict held that could not be read) quoted after the episode's reason."""
+        ids, rows, dropped, problem = validate_rows(ids, rows, self._controlled, self._config.PLAYER_N_OBS)
         if dropped:
             self.faults.dropped_actions += dropped
-            self.faults.record("malformed", extra_problem or problem or "malformed actions")
-        return clean
+            self.faults.record("malformed", f"{problem} ({preview(note, 200)[1:-1]})" if note else problem)
+        return rows_to_actions(ids, rows)
 
 
 class InProcessPolicy(PolicyHandle):
     """A trusted policy called directly; exceptions and malformed replies still only idle its agents."""
 
     def __init__(self, spec: str, config: Config) -> None:
-        super().__init__(spec)
-        self._config = config
+        super().__init__(spec, config)
         self._policy = None
         self._actions: dict[int, dict] = {}
 
@@ -156,8 +179,7 @@ class InProcessPolicy(PolicyHandle):
         if self._policy is None or not observations:
             return
         try:
-            reply = self._policy.act(observations)
-            self._actions = self._accept(reply)
+            self._actions = self._accept(*action_rows(self._policy.act(observations)))
         except Exception as err:  # noqa: BLE001 - raised by act, or by a reply that cannot be read
             self.faults.record("exception", error_text(err))
 
@@ -187,13 +209,12 @@ class SubprocessPolicy(PolicyHandle):
 
     def __init__(self, spec: str, config: Config, time_budget: float = 1.0, limits: Limits | None = None,
                  max_restarts: int = 5) -> None:
-        super().__init__(spec)
+        super().__init__(spec, config)
         if not time_budget > 0:
             raise ValueError(f"time budget must be positive, got {time_budget}")
         self.time_budget = time_budget
         self.limits = (limits or Limits()).check()
         self.max_restarts = max_restarts
-        self._config = config
         self._seed = 0
         self._worker: Worker | None = None
         self._deadline: float | None = None
@@ -282,11 +303,13 @@ class SubprocessPolicy(PolicyHandle):
                 self.faults.record("malformed", f"worker sent an unreadable reply ({err}); worker replaced")
             self._kill()
             return {}
-        if reply["kind"] == "error":
-            self.faults.record("exception", preview(reply["message"], 300))
-            return {}
-        problem = reply.get("problem")
-        return self._accept(reply["actions"], reply.get("dropped", 0), problem if isinstance(problem, str) else None)
+        if reply.kind == "actions":
+            return self._accept(reply.ids, reply.rows, reply.text)
+        if reply.kind == "error":
+            self.faults.record("exception", reply.text)
+        else:
+            self.faults.record("malformed", "worker sent 'ready' where actions were due")
+        return {}
 
 
 def make_handle(spec: str, config: Config, time_budget: float = 1.0, limits: Limits | None = None,

@@ -29,13 +29,15 @@ import nmmo
 from evaluation.episode import (
     EpisodeResult,
     EpisodeTask,
+    draw_secret,
     episode_seeds,
     eval_map_seeds,
+    policy_seed,
     run_episodes,
     with_horizon,
 )
 from evaluation.metrics import METRICS, aggregate_by_policy, aggregate_teams, check_metric
-from evaluation.rating import ANCHOR, BETA, Ratings, ranks_from_scores
+from evaluation.rating import ANCHOR, BETA, Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.sandbox import Limits
 from evaluation.submission import Faults, check_spec
 from nmmo import config as config_module
@@ -119,14 +121,15 @@ def _header(mode: str, config: Config, policies: list[str], seeds: list[int], ma
 
 
 def _tasks(config: Config, policies: list[str], seeds: list[int], map_seeds: list[int], time_budget: float,
-           limits: Limits, max_restarts: int, record_dir: str | None = None) -> list[EpisodeTask]:
+           limits: Limits, max_restarts: int, record_dir: str | None = None,
+           secret: int | None = None) -> list[EpisodeTask]:
     text = config.to_toml()
 
     def replay(i: int) -> str | None:
         return None if record_dir is None else str(Path(record_dir) / f"episode_{i:03d}.replay")
 
     return [EpisodeTask(i, text, config.name, tuple(policies), s, m, time_budget, limits, max_restarts,
-                        replay(i)) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
+                        replay(i), secret) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
 
 
 def team_metrics(results: list[EpisodeResult], policies: list[str]) -> dict:
@@ -206,13 +209,11 @@ class Standings:
         self.policies, self.metric, self.tie_break = policies, metric, tie_break
         self.ratings = Ratings(policies, anchor, BETA)
         self.results: dict[int, EpisodeResult] = {}
-        self.wins = np.zeros((len(policies), len(policies)), dtype=np.int64)
-        self.games = np.zeros_like(self.wins)
         self.rated = 0
         self.all_way_ties = 0  # rated episodes in which every policy that played tied
         self.entries: list[dict[str, Any]] = []
         self.history: list[dict[str, Any]] = []
-        self._ranks: dict[int, tuple[list, list[int | None]]] = {}
+        self._ranks: dict[int, tuple[list, list | None, list[int | None]]] = {}
 
     def add(self, result: EpisodeResult) -> None:
         """Take one finished episode: count it in the payoff table, rate every episode now in order."""
@@ -220,41 +221,30 @@ class Standings:
             raise ValueError(f"episode {result.index} was added twice")
         self.results[result.index] = result
         scores = result.scores(self.metric)
-        if self.tie_break is not None:
-            scores = [None if s is None else (s, t) for s, t in zip(scores, result.scores(self.tie_break), strict=True)]
-        ranks = ranks_from_scores(scores)
-        self._ranks[result.index] = (scores, ranks)
-        playing = np.array([r is not None for r in ranks])
-        both = playing[:, None] & playing[None, :] & ~np.eye(len(ranks), dtype=bool)
-        rank = np.array([-1 if r is None else r for r in ranks])
-        self.games += both
-        self.wins += both & (rank[:, None] < rank[None, :])
+        ties = None if self.tie_break is None else result.scores(self.tie_break)
+        self._ranks[result.index] = (scores, ties, episode_ranks(scores, ties))
         while self.rated in self.results:
             self._rate(self.results[self.rated])
             self.rated += 1
 
     def _rate(self, result: EpisodeResult) -> None:
-        scores, ranks = self._ranks[result.index]
-        played = [r for r in ranks if r is not None]
-        self.all_way_ties += len(played) > 1 and max(played) == 0
+        scores, ties, ranks = self._ranks[result.index]
+        self.all_way_ties += all_way_ties([ranks])
         self.ratings.update(ranks)
         table = self.ratings.table()
         entry = _episode_entry(result, self.policies)
-        entry["scores"] = dict(zip(self.policies, [s[0] if isinstance(s, tuple) else s for s in scores], strict=True))
-        if self.tie_break is not None:
-            entry["tie_break"] = dict(zip(self.policies, [s[1] if s is not None else None for s in scores],
-                                          strict=True))
+        entry["scores"] = dict(zip(self.policies, scores, strict=True))
+        if ties is not None:
+            entry["tie_break"] = {p: None if s is None else t for p, s, t in zip(self.policies, scores, ties,
+                                                                                 strict=True)}
         entry["ranks"] = dict(zip(self.policies, ranks, strict=True))
         entry["sr"] = {row["policy"]: row["sr"] for row in table}
         self.entries.append(entry)
-        self.history.append({"episode": result.index, **{key: {row["policy"]: row[key] for row in table}
-                                                         for key in ("sr", "mu", "sigma")}})
+        self.history.append(history_entry(result.index, table))
 
     def payoff(self) -> dict[str, dict[str, float | None]]:
         """{a: {b: share of the episodes both played in which a ranked above b}} (None: no such episode)."""
-        return {a: {b: (None if self.games[i, j] == 0 else float(self.wins[i, j] / self.games[i, j]))
-                    for j, b in enumerate(self.policies) if j != i}
-                for i, a in enumerate(self.policies)}
+        return payoff_table(self.policies, [ranks for _, _, ranks in self._ranks.values()])
 
 
 def run_tournament(config: Config | str, policies: Sequence[str], episodes: int = 16, ticks: int | None = None,
@@ -263,7 +253,7 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
                    limits: Limits | None = None, max_restarts: int = 5,
                    record_dir: str | None = None, backend: str = "process", ray_address: str | None = None,
                    journal: str | Path | None = None, resume: bool = False,
-                   on_update: Callable[[Standings], None] | None = None) -> dict[str, Any]:
+                   on_update: Callable[[Standings], None] | None = None, secret: int | None = None) -> dict[str, Any]:
     """Play `episodes` episodes of `ticks` ticks (default: the config's HORIZON) with all `policies`
     (plus the anchor) in one world, each an equal share of the population (PLAYER_N is cut to a
     multiple of the number of policies, see `equal_shares`), and rate them with TrueSkill. An
@@ -276,7 +266,13 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     ``backend="ray"`` plays the episodes on `workers` Ray actors (`ray_address`: an existing
     cluster); the results are the same as with local processes. With `journal` (a path), each
     finished episode is recorded there at once, and ``resume=True`` continues from that file.
-    `on_update` sees the `Standings` after every finished episode (a live table)."""
+    `on_update` sees the `Standings` after every finished episode (a live table).
+
+    `secret` salts the deal of agents to policies and the seeds policies get in `reset`, so that
+    no submission can work out who controls which agent; env and map seeds come from `seed`
+    alone. None draws a fresh one (`draw_secret`), or, with `resume`, takes the journal's. It is
+    recorded in the journal, never in the results nor sent to a worker; pass it back (with
+    `seed`) to re-run a tournament exactly."""
     base = config_module.resolve(config)
     config = with_horizon(base, base.HORIZON if ticks is None else ticks)
     ticks = config.HORIZON
@@ -294,14 +290,20 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
                 "anchor": anchor, "population": config.PLAYER_N, "beta": BETA, "time_budget": time_budget,
                 "workers": workers,
                 "limits": limits.to_dict(), "max_restarts": max_restarts, "backend": backend}
-    tasks = _tasks(config, policies, seeds, map_seeds, time_budget, limits, max_restarts, record_dir)
+    if secret is None and resume and journal is not None:
+        from evaluation.journal import recorded_secret
+
+        secret = recorded_secret(journal)
+    secret = draw_secret() if secret is None else secret
+    policy_seed(0, 0, secret)  # a secret that cannot salt is an error now, not in a worker
+    tasks = _tasks(config, policies, seeds, map_seeds, time_budget, limits, max_restarts, record_dir, secret)
     standings = Standings(policies, metric, anchor, tie_break)
     book = None
     if journal is not None:
         from evaluation.journal import Journal
 
         run = {"mode": "tournament", "config": config.to_toml(), "policies": policies, "seed": seed,
-               "ticks": ticks, "time_budget": time_budget, "limits": limits.to_dict(),
+               "secret": secret, "ticks": ticks, "time_budget": time_budget, "limits": limits.to_dict(),
                "max_restarts": max_restarts}
         book = Journal(journal, run, resume=resume)
         for index in sorted(book.results):

@@ -10,9 +10,11 @@ own, stdin closed and its output in a log file. Before any submission code is im
 3. reads an ``init`` message (the spec, the config as TOML, the seed), builds ``Policy(config)``,
    calls ``reset(seed)``, and answers ``ready`` (or ``error``).
 
-Then it answers each ``act`` frame (this tick's observations, `evaluation.channel`) with ``ok`` and
-the actions, validated and reduced to plain ints, or ``error``; a ``close`` message ends it. Every
-reply is JSON: the episode never unpickles anything that comes from here.
+Then it answers each ``act`` frame (this tick's observations, `evaluation.channel`) with the
+policy's actions as arrays (agent ids and (direction, style, target) rows: a dict the policy
+returns is read here, by `nmmo.actions.action_rows`), or an error; a ``close`` message ends it.
+Replies are fixed binary frames of arrays and short texts: the episode never parses JSON or
+unpickles anything that comes from here, and validates and counts every row itself.
 """
 
 from __future__ import annotations
@@ -51,14 +53,13 @@ def main(argv: list[str]) -> int:
         decode_message,
         decode_observations,
         encode_actions,
-        encode_message,
+        encode_error,
+        encode_ready,
         read_frame,
         write_frame,
     )
     from evaluation.faults import error_text
-
-    def reply(kind: str, **fields: Any) -> None:
-        write_frame(fd_out, encode_message(kind, **fields))
+    from nmmo.actions import action_rows
 
     try:
         init = decode_message(read_frame(fd_in, None, MAX_OBSERVATION_BYTES)[1:])
@@ -67,9 +68,9 @@ def main(argv: list[str]) -> int:
     try:
         policy = build(init)
     except BaseException as err:  # noqa: BLE001 - reported to the episode, which disables the policy
-        reply("error", message=str(err) if isinstance(err, ValueError) else error_text(err))
+        write_frame(fd_out, encode_error(str(err) if isinstance(err, ValueError) else error_text(err)))
         return 1
-    reply("ready")
+    write_frame(fd_out, encode_ready())
     if init.get("check_only"):
         return 0
     while True:
@@ -81,18 +82,11 @@ def main(argv: list[str]) -> int:
             return 0  # close (or anything but observations)
         observations = decode_observations(frame[1:])
         try:
-            actions = policy.act(observations)
-        except Exception as err:  # noqa: BLE001 - reported, and the worker goes on
-            reply("error", message=error_text(err))
+            ids, rows, problem = action_rows(policy.act(observations))
+        except Exception as err:  # noqa: BLE001 - raised by act, or by a reply that cannot be read
+            write_frame(fd_out, encode_error(error_text(err)))
             continue
-        try:
-            from evaluation.submission import validate_actions
-
-            clean, dropped, problem = validate_actions(actions, frozenset(observations))
-        except Exception as err:  # noqa: BLE001 - e.g. a mapping whose items() raises
-            reply("error", message=f"unreadable reply: {error_text(err)}")
-            continue
-        reply("ok", actions=encode_actions(clean), dropped=dropped, problem=problem)
+        write_frame(fd_out, encode_actions(ids, rows, problem))
 
 
 def build(init: dict[str, Any]) -> Any:

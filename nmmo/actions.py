@@ -200,3 +200,62 @@ def apply_indices(obs: Observations, state: State, config: Config, slots: np.nda
         if notes:
             info["invalid_actions"] = notes
     return problems
+
+
+# ------------------------------------------------------------------- rows
+#: The row standing for an action that could not be read (direction -1 is outside the action
+#: space), so that whoever checks the rows counts it as invalid.
+UNREADABLE_ROW = (-1, NO_ATTACK, NO_ATTACK)
+#: The id standing for an action key that is not an agent id (no agent ever has id 0).
+UNREADABLE_ID = 0
+
+
+def action_rows(actions: Any) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """A dict reply ``{agent: action}`` as arrays: agent ids (n,) and (direction, style, target)
+    rows (n, 3), both int64, and the first problem met (None: every action read). A key that is
+    not an agent id becomes `UNREADABLE_ID`, an action `parse_action` refuses becomes
+    `UNREADABLE_ROW`, and a reply that is not a mapping is one unreadable row: nothing is lost, so
+    the side that checks the rows (`rows_in_space`) counts every fault itself."""
+    if not isinstance(actions, Mapping):
+        return (np.array([UNREADABLE_ID], dtype=np.int64), np.array([UNREADABLE_ROW], dtype=np.int64),
+                f"act returned {type(actions).__name__}, not a dict {{agent_id: action}}")
+    ids: list[int] = []
+    rows: list[tuple[int, int, int]] = []
+    problem = None
+    for agent, action in actions.items():
+        agent_id = as_index(agent)
+        ids.append(UNREADABLE_ID if agent_id is None else agent_id)
+        try:
+            row = parse_action(agent_id if agent_id is not None else _short(agent), action)
+            if not all(_INT64[0] <= v <= _INT64[1] for v in row):
+                raise int64_error(agent, action)
+        except ActionError as err:
+            row = UNREADABLE_ROW
+            problem = problem or str(err)[:200]
+        rows.append(row)
+    return np.array(ids, dtype=np.int64), np.array(rows, dtype=np.int64).reshape(-1, 3), problem
+
+
+def rows_in_space(rows: np.ndarray, n_obs: int) -> np.ndarray:
+    """Which (direction, style, target) rows lie in the action space: Direction 0..4, Style -1..2
+    and Target -1..n_obs (-1: no attack; n_obs: the no-target index). Masks and reach are the env's
+    business (`apply_indices`): a row in the space may still be dropped there, as a sub-action."""
+    direction, style, target = rows[:, 0], rows[:, 1], rows[:, 2]
+    return ((direction >= 0) & (direction <= STAY) & (style >= NO_ATTACK) & (style <= 2)
+            & (target >= NO_ATTACK) & (target <= n_obs))
+
+
+def rows_to_actions(ids: np.ndarray, rows: np.ndarray) -> dict[int, dict[str, dict[str, int]]]:
+    """The dict API's actions of (id, row) pairs: the move, and the attack unless the row has none
+    (style and target -1), which is how the env reads the row too."""
+    return {agent: {MOVE: {DIRECTION: d}} if s == NO_ATTACK and t == NO_ATTACK else
+            {MOVE: {DIRECTION: d}, ATTACK: {STYLE: s, TARGET: t}}
+            for agent, (d, s, t) in zip(ids.tolist(), rows.tolist(), strict=True)}
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break reading the reply
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +58,21 @@ def atomic_write_json(path: str | os.PathLike, data: Any, indent: int | None = 1
     return atomic_write_bytes(path, json.dumps(data, indent=indent, allow_nan=False).encode())
 
 
-def remove_stale_temps(directory: str | os.PathLike, name: str | None = None) -> list[Path]:
+def remove_stale_temps(directory: str | os.PathLike, name: str | None = None, min_age: float = 0.0) -> list[Path]:
     """Delete temporary files an interrupted atomic write left in `directory` (those of `name`
-    only, when given); returns what was removed."""
+    only, when given); returns what was removed. In a directory other processes write at the same
+    time (the map cache), `min_age` seconds spares the temporary files of writes still going on."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
     pattern = f".{name}.*{TEMP_SUFFIX}" if name else f".*{TEMP_SUFFIX}"
     removed = []
+    now = time.time()
     for path in directory.glob(pattern):
-        if path.is_file():
-            path.unlink(missing_ok=True)
-            removed.append(path)
+        try:
+            if path.is_file() and now - path.stat().st_mtime >= min_age:
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        except FileNotFoundError:  # its writer finished meanwhile
+            continue
     return removed

@@ -7,6 +7,10 @@ and friends), ``path/to/file.py:Class``, or ``SCHEME:ARGUMENT`` for a scheme tha
 registers in the ``nmmo.policies`` entry point group (pyproject.toml): a function taking the
 argument and returning the policy class. The baselines register ``ckpt:PATH`` (a checkpoint from
 `nmmo train`); the engine itself imports no client.
+
+A spec read back from a file (a league, a results file) is data, not a command: `check_spec_from_file`
+lets it through only when loading it runs no code the file can choose (`is_data_spec`) or when the
+same spec was given on the command line this run.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import shlex
+from collections.abc import Collection
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
@@ -82,6 +88,43 @@ def spec_forms() -> str:
     schemes = ", ".join(f"{name}:..." for name in sorted(policy_schemes()))
     return ", ".join([*BUILTIN, "pkg.module:Class (e.g. scripted:Forage)", "path/to/file.py:Class"]) + (
         f", {schemes}" if schemes else "")
+
+
+#: Schemes whose loaders read weights only (``torch.load(weights_only=True)``, `baselines.checkpoint`).
+DATA_SCHEMES = ("ckpt", "baseline")
+#: Shipped packages whose classes a file may name as ``PACKAGE:Class`` (the scripted bots).
+SHIPPED_MODULES = ("scripted",)
+
+
+def is_data_spec(spec: object) -> bool:
+    """True when loading `spec` runs only code this install ships: a built-in, a shipped bot
+    (``scripted:Name``) or weights (``ckpt:PATH``, ``baseline:NAME``). A ``file.py:Class`` or
+    ``pkg.module:Class`` imports whatever the spec names, so a file that holds it could run code."""
+    if not isinstance(spec, str):
+        return False
+    if spec in BUILTIN:
+        return True
+    scheme, sep, argument = spec.partition(":")
+    if not sep:
+        return False
+    if scheme in SHIPPED_MODULES:
+        return argument.isidentifier()  # not "scripted:evil.py:Class", which imports the file
+    # a scheme nobody registered would fall through to importing a module of that name
+    return scheme in DATA_SCHEMES and scheme in policy_schemes()
+
+
+def check_spec_from_file(spec: object, allowed: Collection[str], where: str, flag: str) -> str:
+    """`spec`, read from the file `where`, when it is data (`is_data_spec`) or was given on the
+    command line this run (`allowed`); else a ValueError that says how to allow it (`flag`).
+    Whoever can write a league or results file must not be able to make the next run import code."""
+    if is_data_spec(spec) or (isinstance(spec, str) and spec in allowed):
+        return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"{where} names a policy spec that is not a string: {spec!r}")
+    raise ValueError(f"{where} names the policy {spec!r}, which imports code (a .py file or a module); a file "
+                     "is data, so it is refused. If you trust it, give it again on the command line, e.g. "
+                     f"{flag} {shlex.quote(spec)}, to allow it this run (random, idle, scripted:NAME, "
+                     "baseline:NAME and ckpt:PATH, read weights-only, are always allowed)")
 
 
 def load_policy_class(spec: str) -> type:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nmmo import npz
 from nmmo.enums import Skill
 from nmmo.state import State
 
@@ -213,6 +214,12 @@ class Replay:
     def size(self) -> int:
         return int(self.material.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        """Memory its arrays take (what a server's replay cache counts against its budget)."""
+        arrays = [self.material, self.tile_events, self.overlay_index, self.overlay_range, self.overlay_data]
+        return sum(array.nbytes for array in [*arrays, *self.fields.values()])
+
     def frame(self, tick: int) -> dict[str, np.ndarray]:
         """The viewer's fields of every slot at `tick` (0 = after reset)."""
         if not 0 <= tick <= self.ticks:
@@ -248,22 +255,68 @@ def _require(ok: bool, path: Path, reason: str) -> None:
         raise ReplayError(path, reason)
 
 
-def _open(path: Path):
-    """The replay's npz archive (lazy: members decode when read), or ReplayError."""
-    if not path.is_file():
-        raise ReplayError(path, "does not exist")
-    try:
-        return np.load(path, allow_pickle=False)
-    except Exception as err:  # noqa: BLE001 - whatever a damaged file raises, one clear error
-        raise ReplayError(path, f"is truncated or corrupt ({type(err).__name__})") from None
+# ------------------------------------------------------------------ reading
+#: Largest header a replay may have (its JSON: the config TOML, policy names); bigger is refused unread.
+MAX_HEADER_BYTES = 2**20
 
 
-def _header(path: Path, archive) -> dict:
-    """The header member, decoded and checked: the fields the loader relies on, with their types."""
-    try:
-        header = json.loads(archive["header"].tobytes().decode())
-    except Exception as err:  # noqa: BLE001 - a missing, damaged or non-JSON header
-        raise ReplayError(path, f"has no readable header ({type(err).__name__})") from None
+class _Archive:
+    """An open replay file, untrusted input: its members described from their headers and read
+    within their declared sizes (`nmmo.npz`); `read` decodes one array."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if not path.is_file():
+            raise ReplayError(path, "does not exist")
+        try:
+            self.handle = path.open("rb")
+        except OSError as err:
+            raise ReplayError(path, f"cannot be read ({err.strerror or type(err).__name__})") from None
+        try:
+            self.members = npz.members(self.handle)
+        except npz.DAMAGED as err:
+            self.handle.close()
+            raise ReplayError(path, f"is truncated or corrupt ({type(err).__name__}: {err})") from None
+        except BaseException:
+            self.handle.close()
+            raise
+
+    def __enter__(self) -> _Archive:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.handle.close()
+
+    def read(self, name: str) -> np.ndarray:
+        """The array `name`, decoded into one buffer of exactly its declared size."""
+        try:
+            return npz.read(self.handle, self.members[name])
+        except npz.DAMAGED as err:
+            raise ReplayError(self.path, f"is truncated or corrupt ({type(err).__name__}: {err})") from None
+
+    def header(self) -> dict:
+        """The header, decoded (at most MAX_HEADER_BYTES) and checked: the fields the loader relies on."""
+        member = self.members.get("header")
+        _require(member is not None and member.dtype == np.uint8 and len(member.shape) == 1, self.path,
+                 "has no readable header")
+        _require(member.nbytes <= MAX_HEADER_BYTES, self.path,
+                 f"has a {member.nbytes / 2**20:.0f} MiB header (a replay's is under {MAX_HEADER_BYTES // 2**20} MiB)")
+        try:
+            header = json.loads(self.read("header").tobytes().decode())
+        except (ValueError, RecursionError) as err:  # not UTF-8 or not JSON
+            raise ReplayError(self.path, f"has no readable header ({type(err).__name__})") from None
+        return _check_header(self.path, header)
+
+    def decoded_bytes(self, header: dict) -> int:
+        """What the arrays take once decoded: every member but the header, and the fields an older
+        version lacks (made as zeros)."""
+        size = sum(member.nbytes for name, member in self.members.items() if name != "header")
+        cells = (header["ticks"] + 1) * header["slots"]
+        return size + sum(cells * FIELDS[name].itemsize for name in _zero_fields(self, header))
+
+
+def _check_header(path: Path, header) -> dict:
+    """The header's fields the loader relies on, with their types."""
     _require(isinstance(header, dict), path, "has a header that is not a JSON object")
     found = str(header.get("format"))[:40]
     _require(header.get("format") == FORMAT, path, f"is not a flatmmo replay (format {found!r})")
@@ -279,51 +332,65 @@ def _header(path: Path, archive) -> dict:
     return header
 
 
+def _zero_fields(archive: _Archive, header: dict) -> list[str]:
+    """Fields this replay lacks because its version predates them (loaded as zeros)."""
+    return [name for name in FIELDS
+            if f"f_{name}" not in archive.members and header["version"] < ADDED_IN.get(name, 0)]
+
+
 def read_header(path: str | os.PathLike) -> dict:
     """A replay's header alone (cheap: no frame is decoded); ReplayError if the file is not one."""
-    path = Path(path)
-    with _open(path) as archive:
-        return _header(path, archive)
+    with _Archive(Path(path)) as archive:
+        return archive.header()
 
 
 def decoded_bytes(path: str | os.PathLike) -> int:
-    """How many bytes a replay's arrays take once decoded (from the archive's directory)."""
-    path = Path(path)
-    with _open(path) as archive:
-        return sum(info.file_size for info in archive.zip.infolist())
+    """How many bytes a replay's arrays take once decoded (from its headers; nothing is decoded)."""
+    with _Archive(Path(path)) as archive:
+        return archive.decoded_bytes(archive.header())
+
+
+def _check_shapes(archive: _Archive, header: dict) -> None:
+    """Every array the loader needs is there with the shape the header implies (before decoding)."""
+    path, members, frames = archive.path, archive.members, (header["ticks"] + 1, header["slots"])
+    missing = set(_zero_fields(archive, header))
+    for name, dtype in FIELDS.items():
+        member = members.get(f"f_{name}")
+        _require(name in missing or (member is not None and member.shape == frames and member.dtype == dtype), path,
+                 f"is corrupt: field {name!r} is missing or has the wrong shape or type")
+    size = header["size"]
+    material = members.get("material")
+    _require(material is not None and material.shape == (size, size) and material.dtype.kind in "iu", path,
+             f"is corrupt: the map is not {size}x{size} integers")
+    events = [members.get(key) for key in ("tile_events", "overlay_index", "overlay_range", "overlay_data")]
+    _require(all(event is not None for event in events), path, "is corrupt: an event table is missing")
+    tiles, index, ranges, data = events
+    _require(tiles.shape[1:] == (3,) and len(tiles.shape) == 2 and tiles.dtype.kind in "iu", path,
+             "is corrupt: the tile events are not (tick, index, material) rows")
+    _require(index.dtype.kind in "iu" and index.shape[1:] == (2,) and ranges.shape[1:] == (2,), path,
+             "is corrupt: the overlay tables are not (tick, name) and (min, max) rows")
+    _require(index.shape[0] == data.shape[0] == ranges.shape[0], path, "is corrupt: the overlay tables disagree")
+
+
+def _decode_field(archive: _Archive, header: dict, name: str) -> np.ndarray:
+    """A field's values by tick (zeros for a field this replay's version predates)."""
+    if f"f_{name}" not in archive.members:
+        return np.zeros((header["ticks"] + 1, header["slots"]), dtype=FIELDS[name])
+    return npz.running_sum(archive.read(f"f_{name}"))
 
 
 def load_replay(path: str | os.PathLike, max_bytes: int | None = None) -> Replay:
     """Load and validate a replay file; a clear ReplayError for anything wrong with it. With
-    `max_bytes`, a file whose arrays would decode to more is refused before decoding them (a small
-    file can hold a huge, highly compressible array)."""
-    path = Path(path)
-    with _open(path) as archive:
-        header = _header(path, archive)
-        size = sum(info.file_size for info in archive.zip.infolist())
+    `max_bytes`, a file whose arrays would decode to more is refused before any array is decoded
+    (a small file can hold a huge, highly compressible array); the size comes from the .npy
+    headers, each checked against its member's declared size, and no member inflates past that."""
+    with _Archive(Path(path)) as archive:
+        header = archive.header()
+        size = archive.decoded_bytes(header)
         if max_bytes is not None and size > max_bytes:
-            raise ReplayError(path, f"decodes to {size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
-        try:
-            arrays = {key: archive[key] for key in archive.files if key != "header"}
-        except Exception as err:  # noqa: BLE001 - a damaged member
-            raise ReplayError(path, f"is truncated or corrupt ({type(err).__name__}: {err})") from None
-    ticks, slots = header["ticks"], header["slots"]
-    fields = {}
-    for name, dtype in FIELDS.items():
-        delta = arrays.get(f"f_{name}")
-        if delta is None and header["version"] < ADDED_IN.get(name, 0):
-            delta = np.zeros((ticks + 1, slots), dtype=dtype)
-        _require(delta is not None and delta.shape == (ticks + 1, slots), path,
-                 f"is corrupt: field {name!r} is missing or has the wrong shape")
-        fields[name] = np.cumsum(delta, axis=0, dtype=np.int64).astype(dtype)
-    size = header["size"]
-    _require(arrays.get("material") is not None and arrays["material"].shape == (size, size), path,
-             f"is corrupt: the map is not {size}x{size}")
-    events = {key: arrays.get(key) for key in ("tile_events", "overlay_index", "overlay_range", "overlay_data")}
-    _require(all(value is not None for value in events.values()), path, "is corrupt: an event table is missing")
-    _require(events["tile_events"].ndim == 2 and events["tile_events"].shape[1:] == (3,), path,
-             "is corrupt: the tile events are not (tick, index, material) rows")
-    _require(events["overlay_index"].shape[0] == events["overlay_data"].shape[0] == events["overlay_range"].shape[0],
-             path, "is corrupt: the overlay tables disagree")
-    return Replay(header, arrays["material"], fields, events["tile_events"], events["overlay_index"],
-                  events["overlay_range"], events["overlay_data"])
+            raise ReplayError(archive.path, f"decodes to {size / 2**20:.0f} MiB, over the "
+                                            f"{max_bytes / 2**20:.0f} MiB limit")
+        _check_shapes(archive, header)
+        fields = {name: _decode_field(archive, header, name) for name in FIELDS}
+        events = [archive.read(key) for key in ("tile_events", "overlay_index", "overlay_range", "overlay_data")]
+        return Replay(header, archive.read("material"), fields, *events)

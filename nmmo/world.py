@@ -291,14 +291,16 @@ def get_map(config: Config, seed: int, cache: bool = True) -> Map:
     if cached is not None:
         return cached
     game_map = generate_map(config, seed)
-    if directory not in _CLEANED:  # once per directory and process: what killed writers left
-        remove_stale_temps(directory)
+    if directory not in _CLEANED:  # once per directory and process: what killed writers left (an
+        remove_stale_temps(directory, min_age=STALE_TEMP_AGE_S)  # episode pool's others write now)
         _CLEANED.add(directory)
     save_map(game_map, directory, config)
     return game_map
 
 
 _CLEANED: set[Path] = set()
+#: A map cache's temporary file this old is a dead writer's (writing a map takes milliseconds).
+STALE_TEMP_AGE_S = 600.0
 
 
 # ---------------------------------------------------------------- stats

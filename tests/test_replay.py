@@ -121,3 +121,19 @@ def test_value_map_accumulates_a_running_mean_and_fills_unvisited_tiles_with_the
     assert heat[1, 1] == -3.0 and heat[2, 3] == -1.0 and heat[0, 0] == -0.5
     assert heat[3, 3] == -3.0 and (heat == -3.0).sum() == 16 - 2  # unvisited: the lowest mean
     assert tiles.heatmap(fill=7.0)[3, 3] == 7.0
+
+
+def test_an_older_replay_counts_the_fields_it_lacks_in_its_decoded_size(tmp_path):
+    from nmmo.replay import decoded_bytes
+
+    path, frames, _ = recorded_run(tmp_path, ticks=10)
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files if key not in ("f_hunting", "f_fishing")}
+    meta = json.loads(arrays["header"].tobytes())
+    arrays["header"] = np.frombuffer(json.dumps({**meta, "version": 1}).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    (tmp_path / "v1.replay").write_bytes(buffer.getvalue())
+    old = load_replay(tmp_path / "v1.replay")
+    assert not old.fields["hunting"].any() and np.array_equal(old.fields["melee"][-1], frames[-1]["melee"])
+    assert decoded_bytes(tmp_path / "v1.replay") == old.nbytes == load_replay(path).nbytes  # zeros counted

@@ -139,6 +139,23 @@ def test_no_temp_files_left_behind(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
+def test_cache_spares_the_temp_files_of_writers_still_at_work(tmp_path):
+    """Episode processes share the map cache: one that cleans up a dead writer's temporary file must
+    not delete another's write in progress (its os.replace would fail)."""
+    import os
+    import time
+
+    conf = config.Small().set("PATH_MAPS", str(tmp_path))
+    young, old = tmp_path / ".a.npy.x1.tmp", tmp_path / ".b.npy.x2.tmp"
+    young.write_bytes(b"being written")
+    old.write_bytes(b"left by a killed writer")
+    past = time.time() - world.STALE_TEMP_AGE_S - 1
+    os.utime(old, (past, past))
+    world._CLEANED.discard(tmp_path)
+    world.get_map(conf, 0)
+    assert young.exists() and not old.exists()
+
+
 def test_bad_seed_and_bad_config_are_clear_errors():
     with pytest.raises(ValueError, match="non-negative"):
         world.generate_map(config.Small(), -1)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from evaluation.episode import run_episodes
-from evaluation.journal import JOURNAL_FILE, Journal
+from evaluation.journal import JOURNAL_FILE, Journal, recorded_secret
 from evaluation.sandbox import Limits
 from evaluation.tournament import Standings, _tasks, run_tournament, tournament_policies
 
@@ -39,10 +39,13 @@ def test_standings_do_not_depend_on_finishing_order():
 
 
 def test_resumed_and_extended_run_equals_one_run(tmp_path):
+    """A resumed run takes the journal's secret, and the seed with that secret re-runs it exactly."""
     conf = small_config()
-    whole = run_tournament(conf, episodes=4, journal=tmp_path / "a" / JOURNAL_FILE, **ARGS)
     journal = tmp_path / "b" / JOURNAL_FILE
-    run_tournament(conf, episodes=2, journal=journal, **ARGS)
+    run_tournament(conf, episodes=2, journal=journal, **ARGS)  # a fresh secret, recorded in the journal
+    secret = recorded_secret(journal)
+    assert isinstance(secret, int) and secret.bit_length() > 64
+    whole = run_tournament(conf, episodes=4, journal=tmp_path / "a" / JOURNAL_FILE, secret=secret, **ARGS)
     lines = journal.read_text().splitlines()
     assert len(lines) == 3 and json.loads(lines[0])["format"] == "flatmmo-journal"
     journal.write_text("\n".join(lines) + "\n" + lines[2][: len(lines[2]) // 2])  # a crash tore a third line
@@ -62,6 +65,8 @@ def test_resume_refuses_another_run_and_damage(tmp_path):
         run_tournament(conf, episodes=2, journal=journal, resume=True, **{**ARGS, "seed": 4})
     with pytest.raises(ValueError, match=r"its config has HORIZON = 16, this run's has HORIZON = 24"):
         run_tournament(conf, episodes=2, journal=journal, resume=True, **{**ARGS, "ticks": 24})
+    with pytest.raises(ValueError, match=r"its secret is another, this run's \(--secret\)"):
+        run_tournament(conf, episodes=2, journal=journal, resume=True, secret=12345, **ARGS)
     lines = journal.read_text().splitlines()
     journal.write_text("\n".join([lines[0], "{not json", lines[2]]) + "\n")
     with pytest.raises(ValueError, match="line 2 is damaged"):

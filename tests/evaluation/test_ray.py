@@ -23,7 +23,8 @@ def comparable(results):
 
 def test_tournament_on_ray_matches_local(ray_session):
     conf = small_config()
-    args = dict(policies=["scripted:Forage", "random"], episodes=3, ticks=24, seed=7, progress=False)
+    args = dict(policies=["scripted:Forage", "random"], episodes=3, ticks=24, seed=7, progress=False,
+                secret=99)
     local = run_tournament(conf, workers=0, **args)
     seen = []
     remote = run_tournament(conf, workers=2, backend="ray", on_update=lambda s: seen.append(len(s.results)), **args)

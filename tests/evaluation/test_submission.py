@@ -51,12 +51,23 @@ def test_clean_actions_are_plain_ints():
     assert clean_action(1, {"Move": {"Direction": 2**40}}) == {"Move": {"Direction": 2**40}}  # int64, as the env
 
 
+def full(direction=4, style=-1, target=-1):
+    if style == target == -1:
+        return {"Move": {"Direction": direction}}
+    return {"Move": {"Direction": direction}, "Attack": {"Style": style, "Target": target}}
+
+
 def test_validate_actions_drops_per_agent_and_counts():
     clean, dropped, problem = validate_actions({1: {"Move": {"Direction": 0}}, 2: "x", 5: {}}, {1, 2, 3})
-    assert clean == {1: {"Move": {"Direction": 0}}} and dropped == 2
+    assert clean == {1: full(0)} and dropped == 2
     assert "agent 2" in problem
     assert validate_actions([1, 2], {1})[:2] == ({}, 1)
-    assert validate_actions({np.int64(3): {}}, {3})[0] == {3: {}}
+    assert validate_actions({np.int64(3): {}}, {3})[0] == {3: full()}
+    # rows outside the action space are dropped and counted here, not left to the env
+    actions = {1: {"Move": {"Direction": 9}}, 2: {"Attack": {"Style": 1, "Target": 99}},
+               3: {"Attack": {"Style": 2, "Target": 8}}}
+    clean, dropped, problem = validate_actions(actions, {1, 2, 3}, n_obs=8)
+    assert clean == {3: full(4, 2, 8)} and dropped == 2 and "agent 1" in problem and "outside" in problem
 
 
 def test_validated_garbage_never_stops_the_env():

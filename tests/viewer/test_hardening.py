@@ -40,6 +40,12 @@ def replay_dir(tmp_path_factory):
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     (directory / "bomb.replay").write_bytes(buffer.getvalue())
+    # a header bomb: 16 MiB of valid JSON (spaces) in a 16 kB file; listing must not decode it
+    meta = json.loads(arrays["header"].tobytes())
+    arrays["header"] = np.frombuffer(json.dumps(meta).encode() + b" " * 2**24, dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **{key: arrays[key] for key in arrays if key != "f_padding"})
+    (directory / "headerbomb.replay").write_bytes(buffer.getvalue())
     return directory
 
 
@@ -76,6 +82,7 @@ def test_bad_replays_are_listed_as_unreadable_and_never_break_the_list(replay_di
     assert listed["good.replay"]["ticks"] == 10 and "unreadable" not in listed["good.replay"]
     for name in ("empty.replay", "noise.replay", "listheader.replay"):
         assert listed[name]["unreadable"], name
+    assert "16 MiB header" in listed["headerbomb.replay"]["unreadable"]
     assert str(replay_dir) not in body.decode()  # no absolute paths for remote eyes
 
 
