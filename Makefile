@@ -10,7 +10,7 @@ WEB := client_server/web
 SERVE ?= 1
 PORT ?= 8000
 
-.PHONY: demo test lint web chromium bench docs clean
+.PHONY: demo test lint web chromium sandbox bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,14 +32,21 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
 		(apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver)
 
+# The namespace sandbox for tournament submissions: Debian's bubblewrap. `make demo` goes on without
+# it (tournaments then fall back to the process sandbox and say so); `make test` requires it.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || \
+		(apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap)
+
 demo: $(STAMP) web
+	-@$(MAKE) --no-print-directory sandbox 2>/dev/null || echo "bubblewrap not installed: submissions fall back to the process sandbox"
 	$(PY) -m nmmo demo $(if $(filter 0,$(SERVE)),,--serve --port $(PORT))
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-test: $(STAMP) lint web chromium
-	NMMO_REQUIRE_BROWSER=1 $(PY) -m pytest -q
+test: $(STAMP) lint web chromium sandbox
+	NMMO_REQUIRE_BROWSER=1 NMMO_REQUIRE_SANDBOX=1 $(PY) -m pytest -q
 
 # This documentation site (mkdocs.yml), offline and strict: any warning fails. Output: site/.
 docs: $(STAMP)

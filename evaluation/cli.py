@@ -129,7 +129,8 @@ def _secret(text: str) -> int:
 def limits_from(args: argparse.Namespace) -> Limits:
     """The submission limits the flags ask for (checked: a nonsense value is a clear error)."""
     return Limits(memory_mb=args.memory_limit, cpu_seconds=args.cpu_limit, open_files=args.open_files,
-                  init_timeout=args.init_timeout).check()
+                  init_timeout=args.init_timeout, group_memory_mb=args.group_memory_limit,
+                  processes=args.processes).check()
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -152,6 +153,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         help="CPU time of each submission's worker per episode (0: no limit)")
     common.add_argument("--open-files", type=int, default=defaults.open_files, metavar="N",
                         help="open files of each submission's worker (0: no limit)")
+    common.add_argument("--group-memory-limit", type=int, default=defaults.group_memory_mb, metavar="MIB",
+                        help="memory of each submission's worker and all it forks together, MiB (a cgroup; 0: none)")
+    common.add_argument("--processes", type=int, default=defaults.processes, metavar="N",
+                        help="processes and threads of each submission's worker and its forks (a cgroup; 0: none)")
     common.add_argument("--quiet", action="store_true", help="no progress bar")
     add_ray_flags(common)
 

@@ -27,7 +27,7 @@ import numpy as np
 
 import nmmo
 from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, lifetimes_from_infos, policy_means
-from evaluation.sandbox import Limits
+from evaluation.sandbox import Limits, end_of_episode
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from nmmo import config as config_module
 from nmmo.cli import progress_enabled
@@ -209,6 +209,7 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     finally:
         for handle in handles:
             handle.close()
+        end_of_episode()
     agents = np.fromiter(reported, dtype=np.int64, count=len(reported))
     owners_all = owner_of[agents]
     keep = owners_all >= 0

@@ -38,6 +38,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from evaluation import cgroups, namespaces
 from evaluation.channel import (
     MAX_REPLY_BYTES,
     ChannelError,
@@ -72,16 +73,22 @@ class Limits:
     """Open file descriptors (RLIMIT_NOFILE)."""
     init_timeout: float = 60.0
     """Seconds to import and build the policy (not part of any tick's budget)."""
+    group_memory_mb: int = 4096
+    """Memory of the worker and every process it forks together (a cgroup), MiB."""
+    processes: int = 256
+    """Processes and threads of the worker and its forks together (the cgroup's pids limit)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def check(self) -> Limits:
         """ValueError naming a limit that makes no sense (they come from the command line)."""
-        for name in ("memory_mb", "cpu_seconds", "open_files"):
+        for name in ("memory_mb", "cpu_seconds", "open_files", "group_memory_mb", "processes"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be a non-negative int (0: no limit), got {value!r}")
+        if self.processes and self.processes < 8:
+            raise ValueError(f"processes={self.processes} leaves Python too few threads to start; give 8 or more")
         if self.open_files and self.open_files < 16:
             raise ValueError(f"open_files={self.open_files} leaves Python too few files to start; give 16 or more")
         if not self.init_timeout > 0:
@@ -132,20 +139,32 @@ def process_exists(pid: int) -> bool:
 
 
 class Worker:
-    """One worker process and its two pipes (see the module notes)."""
+    """One worker process and its two pipes (see the module notes): in the namespace sandbox
+    (`evaluation.namespaces`) where this machine has one, in a cgroup of its own
+    (`evaluation.cgroups`) where it has those."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, spec: str | None = None) -> None:
         remove_orphaned_homes()
         self.home = tempfile.mkdtemp(prefix=f"{HOME_PREFIX}{os.getpid()}-")
+        self.sandboxed = namespaces.available()
+        self.cgroup = make_cgroup(limits)
+        self.breach_told = False
         to_worker_r, self.to_worker = os.pipe()
         self.from_worker, from_worker_w = os.pipe()
         self.log = open(os.path.join(self.home, "worker.log"), "wb")  # noqa: SIM115 - closed in stop()
-        command = [sys.executable, "-m", "evaluation.worker", str(to_worker_r), str(from_worker_w), str(os.getpid()),
-                   json.dumps(limits.to_dict())]
+        # in its PID namespace the worker's parent is the sandbox's init: "0" skips its parent check
+        command = [sys.executable, "-m", "evaluation.worker", str(to_worker_r), str(from_worker_w),
+                   "0" if self.sandboxed else str(os.getpid()), json.dumps(limits.to_dict())]
+        if self.sandboxed:
+            command = namespaces.wrap(command, namespaces.spec_path(spec or ""),
+                                      tmp_bytes=(limits.group_memory_mb or 0) * 2**20)
         try:
             self.process = subprocess.Popen(command, pass_fds=(to_worker_r, from_worker_w), env=scrubbed_environment(
                 self.home), cwd=self.home, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=None if self.cgroup is None else self.cgroup.join_self)
+        except BaseException:
+            self._release_cgroup()
+            raise
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
@@ -163,6 +182,12 @@ class Worker:
         code = self.process.poll()
         if code is None:
             return None
+        breach = None if self.cgroup is None else self.cgroup.breach()
+        if breach is not None:
+            self.breach_told = True
+            return f"killed: {breach}"
+        if self.sandboxed and namespaces.exit_signal(code) is not None:
+            code = -namespaces.exit_signal(code)
         if code == -signal.SIGXCPU:
             return "killed for using up its CPU time (RLIMIT_CPU)"
         if code < 0:
@@ -181,8 +206,10 @@ class Worker:
             return ""
         return preview(lines[-1], limit) if lines else ""
 
-    def stop(self, grace: float = 0.0) -> None:
-        """Kill the worker's whole process group (after `grace` seconds to exit on its own)."""
+    def stop(self, grace: float = 0.0) -> str | None:
+        """Kill the worker's whole process group (after `grace` seconds to exit on its own), and
+        its cgroup; returns a limit its group hit that `death` has not told yet (a fork killed for
+        memory while the worker went on), or None."""
         if grace and self.process.poll() is None:
             try:
                 self.process.wait(grace)
@@ -193,6 +220,8 @@ class Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
+        breach = None if self.cgroup is None or self.breach_told else self.cgroup.breach()
+        self._release_cgroup()
         for fd in (self.to_worker, self.from_worker):
             try:
                 os.close(fd)
@@ -200,13 +229,40 @@ class Worker:
                 pass
         self.log.close()
         shutil.rmtree(self.home, ignore_errors=True)
+        return breach
+
+
+    def _release_cgroup(self) -> None:
+        """Kill whatever is left in the worker's cgroup (a fork that escaped its process group, in
+        the process sandbox) and remove the group."""
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+
+
+def end_of_episode() -> None:
+    """Remove what workers' cgroups left (empty groups, the parent directory when no one else's
+    groups are in it): called when an episode's workers are all closed."""
+    backend = cgroups.detect()
+    if backend is not None:
+        backend.cleanup()
+
+
+def make_cgroup(limits: Limits) -> cgroups.Cgroup | None:
+    """A cgroup holding the worker and all it forks, with the limits' memory and process bounds
+    and an equal CPU weight (None where this machine offers no writable cgroups)."""
+    backend = cgroups.detect()
+    if backend is None:
+        return None
+    return backend.create("worker", cgroups.CgroupLimits(
+        memory_bytes=(limits.group_memory_mb or 0) * 2**20 or None, pids=limits.processes or None))
 
 
 def start_worker(spec: str, config: Config | None, seed: int, limits: Limits,
                  check_only: bool = False) -> tuple[Worker | None, str | None, str | None]:
     """Start a worker and wait until it has built the policy (or, with `check_only`, loaded its
     class). Returns (worker, None, None) when ready, else (None, fault kind, message)."""
-    worker = Worker(limits)
+    worker = Worker(limits, spec)
     deadline = time.monotonic() + limits.init_timeout
     init = {"spec": spec, "seed": int(seed), "check_only": check_only,
             "config": None if config is None else config.to_toml(),
@@ -258,11 +314,12 @@ def receive_actions(worker: Worker, deadline: float) -> Reply:
     return decode_reply(worker.receive(deadline))
 
 
-def close_worker(worker: Worker) -> None:
-    """Ask the worker to exit, then kill its process group."""
+def close_worker(worker: Worker) -> str | None:
+    """Ask the worker to exit, then kill its process group (`Worker.stop`: returns a limit its
+    group hit that was not told yet)."""
     try:
         worker.send(b"M" + encode_message("close"), time.monotonic() + 0.2)
         grace = CLOSE_GRACE_S
     except ChannelError:
         grace = 0.0
-    worker.stop(grace)
+    return worker.stop(grace)

@@ -244,8 +244,13 @@ class SubprocessPolicy(PolicyHandle):
 
     def _kill(self) -> None:
         if self._worker is not None:
-            self._worker.stop()
+            self._tell_breach(self._worker.stop())
         self._worker, self._deadline = None, None
+
+    def _tell_breach(self, breach: str | None) -> None:
+        """A limit the worker's group hit without killing the worker: that submission's fault."""
+        if breach is not None:
+            self.faults.record("exception", f"a process of the submission was killed: {breach}")
 
     def _restart(self) -> bool:
         """Replace a worker that hung, died or broke the channel, within the episode's allowance."""
@@ -259,7 +264,7 @@ class SubprocessPolicy(PolicyHandle):
 
     def close(self) -> None:
         if self._worker is not None:
-            close_worker(self._worker)
+            self._tell_breach(close_worker(self._worker))
         self._worker, self._deadline = None, None
 
     # --- one tick

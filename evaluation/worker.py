@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     import json
 
     fd_in, fd_out, parent = int(argv[0]), int(argv[1]), int(argv[2])
-    die_with_parent(parent)
+    die_with_parent(parent or None)  # 0: in a PID namespace, whose init is the parent that matters
     apply_limits(json.loads(argv[3]))
 
     from evaluation.channel import (

@@ -131,14 +131,11 @@ def test_garbage_frames_are_channel_errors_never_other_exceptions(seed):
 
 
 # A submission that searches the run seeds for the one whose reset seed it was given, then
-# recomputes the deal with the importable functions, and writes its guess of every agent's
-# policy (agent id -> policy index; ids are slots + 1 in the canonical format) to LABELS.
+# recomputes the deal with the importable functions, and reports its guess of every agent's
+# policy (one digit per agent id; ids are slots + 1 in the canonical format) in the one channel
+# it has: the message of an exception, which the episode records as a fault.
 RECOVER = """
-import json
-
 from evaluation.episode import deal, episode_seeds, policy_seed
-
-LABELS = {labels!r}
 
 
 class Agent:
@@ -154,24 +151,26 @@ class Agent:
                         found = env_seed, index
         env_seed, index = found or (episode_seeds(0, 4)[0], 0)  # no match: the public run seed's first
         guess = deal(env_seed, self.teams, 3)
-        with open(LABELS, "a") as out:
-            out.write(json.dumps({{"found": found is not None, "labels": guess.tolist()}}) + "\\n")
+        self.report = f"found={found is not None} labels={''.join(map(str, guess.tolist()))}"
 
     def act(self, observations):
-        return {{}}
+        raise RuntimeError(self.report)
 """
 
 
 def test_no_submission_recovers_the_deal_from_its_reset_seed(tmp_path):
     """Over 2 canonical-format episodes, the attacker's guess of the policy of each agent it does
     not control is right about as often as a coin between the other two policies, not always."""
-    labels = tmp_path / "labels.jsonl"
-    (tmp_path / "recover.py").write_text(RECOVER.format(labels=str(labels)))
+    (tmp_path / "recover.py").write_text(RECOVER)
     spec = f"{tmp_path / 'recover.py'}:Agent"
     config = with_horizon(load_config("tournament"), 1)
-    run_tournament(config, [spec, "scripted:Forage"], episodes=2, seed=0, workers=0, progress=False,
-                   record_dir=str(tmp_path / "replays"))
-    guesses = [json.loads(line) for line in labels.read_text().splitlines()]
+    results = run_tournament(config, [spec, "scripted:Forage"], episodes=2, seed=0, workers=0, progress=False,
+                             record_dir=str(tmp_path / "replays"))
+    guesses = []
+    for episode in results["episodes"]:
+        [report] = [m for m in episode["faults"][spec]["messages"] if "labels=" in m]
+        found, labels = report.split("found=")[1].split()[0], report.split("labels=")[1][:99]
+        guesses.append({"found": found == "True", "labels": [int(c) for c in labels]})
     assert len(guesses) == 2 and not any(g["found"] for g in guesses)
     right = total = 0
     for episode, guess in enumerate(guesses):
