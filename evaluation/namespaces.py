@@ -16,6 +16,10 @@
   checkpoint; a private ``/tmp`` (tmpfs, its HOME and working directory) is the only writable
   place.
 
+Bubblewrap maps the sandbox's uid to the uid that started it, so a tournament running as root
+starts it as uid 65534 (`Unprivileged`): no process of a submission is root on the host, where some
+kernel checks (writing /proc/sys, root's keyrings) go by uid rather than capability.
+
 Where bubblewrap is missing or cannot make a user namespace (macOS, an unprivileged container), the
 tournament falls back to the process sandbox alone and says so once (`fallback_warning`);
 ``NMMO_REQUIRE_SANDBOX=1`` makes that an error instead (CI sets it).
@@ -23,13 +27,16 @@ tournament falls back to the process sandbox alone and says so once (`fallback_w
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
+from pathlib import Path
 
 #: The uid and gid a submission runs as inside its user namespace.
 NOBODY = 65534
@@ -47,14 +54,21 @@ class SandboxUnavailable(RuntimeError):
 @functools.cache
 def unavailable_reason() -> str | None:
     """Why the namespace sandbox cannot run here (None: it can). Checked once per process by
-    starting ``true`` in the same sandbox a worker gets."""
+    starting ``true`` in the same sandbox a worker gets, started the same way (as nobody, when
+    this process is root)."""
     tool = shutil.which("bwrap")
     if tool is None:
         return "bubblewrap (bwrap) is not installed"
     try:
-        done = subprocess.run(wrap(["/usr/bin/true"], None, tool), capture_output=True, timeout=30,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as err:
+        unprivileged = Unprivileged(readable_paths(None)) if os.geteuid() == 0 else None
+        try:
+            done = subprocess.run(wrap(["/usr/bin/true"], None, tool, sources=unprivileged and unprivileged.sources),
+                                  capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                                  preexec_fn=unprivileged and unprivileged.enter)
+        finally:
+            if unprivileged is not None:
+                unprivileged.remove()
+    except (OSError, subprocess.SubprocessError) as err:
         return f"bwrap does not start ({err})"
     if done.returncode != 0:
         return f"bwrap cannot make its namespaces here ({done.stderr.decode(errors='replace').strip()[:200]})"
@@ -82,12 +96,14 @@ def fallback_warning(reason: str) -> None:
                   "(docs/evaluation.md, 'The trust model')", RuntimeWarning, stacklevel=3)
 
 
-def wrap(command: list[str], spec_path: str | None, tool: str | None = None, tmp_bytes: int | None = None) -> list[str]:
+def wrap(command: list[str], spec_path: str | None, tool: str | None = None, tmp_bytes: int | None = None,
+         sources: dict[str, str] | None = None) -> list[str]:
     """`command` run inside the sandbox (see the module notes); `spec_path` is the submission's file
-    or checkpoint, bound read-only at the same path; `tmp_bytes` caps its private /tmp."""
+    or checkpoint, bound read-only at the same path; `tmp_bytes` caps its private /tmp. `sources`
+    says where bubblewrap finds a path it binds, when not at the path itself (`Unprivileged`)."""
     args = [tool or shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--uid", str(NOBODY),
-            "--gid", str(NOBODY), "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-            "--hostname", "submission", "--proc", "/proc", "--dev", "/dev"]
+            "--gid", str(NOBODY), "--disable-userns", "--die-with-parent", "--new-session",
+            "--hostname", "submission", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     if tmp_bytes:
         args += ["--size", str(tmp_bytes)]
     args += ["--tmpfs", "/tmp", "--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
@@ -97,8 +113,71 @@ def wrap(command: list[str], spec_path: str | None, tool: str | None = None, tmp
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     for path in readable_paths(spec_path):
-        args += ["--ro-bind", path, path]
+        args += ["--ro-bind", (sources or {}).get(path, path), path]
     return [*args, "--remount-ro", "/", "--", *command]
+
+
+class Unprivileged:
+    """Start bubblewrap as uid 65534 on the host when the tournament runs as root, so that the
+    submission's uid maps to nobody outside, never to root (bubblewrap maps the uid it is started
+    with: as root, kernel checks made by uid rather than capability, such as writing /proc/sys
+    or root's keyrings, would pass).
+
+    The paths a worker reads (the interpreter, the packages) may lie under a directory nobody
+    cannot enter (/root is 0700). So the child, between fork and exec, makes a mount namespace of
+    its own (private: nothing propagates to the host), binds each such path onto an empty
+    placeholder in a directory nobody can enter, `stage`, then drops to nobody; bubblewrap binds
+    the placeholders. The host's placeholders stay empty."""
+
+    def __init__(self, paths: list[str], prefix: str = "nmmo-stage-") -> None:
+        self.stage = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=stage_base())
+        os.chmod(self.stage, 0o755)
+        self.sources: dict[str, str] = {}
+        for i, path in enumerate(paths):
+            placeholder = os.path.join(self.stage, str(i))
+            if os.path.isdir(path):
+                os.mkdir(placeholder)
+            else:
+                open(placeholder, "wb").close()
+            os.chmod(placeholder, 0o755)
+            self.sources[path] = placeholder
+        self._libc = ctypes.CDLL(None, use_errno=True)  # loaded now: the child must not import
+
+    def remove(self) -> None:
+        """Remove the placeholders (empty on the host: the binds lived in the child's namespace)."""
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+    def enter(self) -> None:
+        """In the child (a `preexec_fn`, after it joined its cgroup): the private mount namespace,
+        the binds, then uid and gid 65534 with no supplementary groups. Raises on any failure, so
+        the worker never starts as root."""
+        libc = self._libc
+        if libc.unshare(CLONE_NEWNS) != 0 or libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+            raise OSError(ctypes.get_errno(), "cannot make a private mount namespace")
+        for path, placeholder in self.sources.items():
+            if libc.mount(path.encode(), placeholder.encode(), None, MS_BIND | MS_REC, None) != 0:
+                raise OSError(ctypes.get_errno(), f"cannot bind {path}")
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 0x1000, 0x4000, 1 << 18
+
+
+def stage_base() -> str:
+    """A directory whose every ancestor anyone may enter (nobody must reach the placeholders):
+    the temporary directory when it is one (a TMPDIR under a 0700 directory is not), else /tmp."""
+    for candidate in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        if os.path.isdir(candidate) and _anyone_can_enter(candidate):
+            return candidate
+    raise OSError("no temporary directory that uid 65534 can enter")
+
+
+def _anyone_can_enter(path: str) -> bool:
+    """Every directory from / down to `path` lets others through (their execute bit)."""
+    real = Path(os.path.realpath(path))
+    return all(directory.stat().st_mode & 0o001 for directory in (real, *real.parents))
 
 
 def readable_paths(spec_path: str | None) -> list[str]:

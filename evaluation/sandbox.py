@@ -35,7 +35,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from evaluation import cgroups, namespaces
@@ -71,6 +72,8 @@ class Limits:
     """CPU time of the worker and its children (RLIMIT_CPU), seconds per episode."""
     open_files: int = 256
     """Open file descriptors (RLIMIT_NOFILE)."""
+    file_size_mb: int = 64
+    """Largest file the worker may write (RLIMIT_FSIZE), MiB: its log, the files of its /tmp."""
     init_timeout: float = 60.0
     """Seconds to import and build the policy (not part of any tick's budget)."""
     group_memory_mb: int = 4096
@@ -83,7 +86,7 @@ class Limits:
 
     def check(self) -> Limits:
         """ValueError naming a limit that makes no sense (they come from the command line)."""
-        for name in ("memory_mb", "cpu_seconds", "open_files", "group_memory_mb", "processes"):
+        for name in ("memory_mb", "cpu_seconds", "open_files", "group_memory_mb", "processes", "file_size_mb"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be a non-negative int (0: no limit), got {value!r}")
@@ -149,21 +152,30 @@ class Worker:
         self.sandboxed = namespaces.available()
         self.cgroup = make_cgroup(limits)
         self.breach_told = False
+        self.unprivileged: namespaces.Unprivileged | None = None
         to_worker_r, self.to_worker = os.pipe()
         self.from_worker, from_worker_w = os.pipe()
         self.log = open(os.path.join(self.home, "worker.log"), "wb")  # noqa: SIM115 - closed in stop()
         # in its PID namespace the worker's parent is the sandbox's init: "0" skips its parent check
         command = [sys.executable, "-m", "evaluation.worker", str(to_worker_r), str(from_worker_w),
                    "0" if self.sandboxed else str(os.getpid()), json.dumps(limits.to_dict())]
+        steps = [] if self.cgroup is None else [self.cgroup.join_self]
         if self.sandboxed:
-            command = namespaces.wrap(command, namespaces.spec_path(spec or ""),
-                                      tmp_bytes=(limits.group_memory_mb or 0) * 2**20)
+            path = namespaces.spec_path(spec or "")
+            if os.geteuid() == 0:  # bubblewrap starts as nobody, so nothing maps back to root
+                self.unprivileged = namespaces.Unprivileged(namespaces.readable_paths(path), HOME_PREFIX)
+                steps.append(self.unprivileged.enter)
+            unprivileged = self.unprivileged
+            command = namespaces.wrap(command, path, tmp_bytes=(limits.group_memory_mb or 0) * 2**20,
+                                      sources=None if unprivileged is None else unprivileged.sources)
         try:
             self.process = subprocess.Popen(command, pass_fds=(to_worker_r, from_worker_w), env=scrubbed_environment(
                 self.home), cwd=self.home, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                start_new_session=True, preexec_fn=None if self.cgroup is None else self.cgroup.join_self)
+                start_new_session=True, preexec_fn=_in_order(steps) if steps else None)
         except BaseException:
             self._release_cgroup()
+            if self.unprivileged is not None:
+                self.unprivileged.remove()
             raise
         finally:
             os.close(to_worker_r)
@@ -186,12 +198,12 @@ class Worker:
         if breach is not None:
             self.breach_told = True
             return f"killed: {breach}"
-        if self.sandboxed and namespaces.exit_signal(code) is not None:
-            code = -namespaces.exit_signal(code)
+        if self.sandboxed and namespaces.exit_signal(code) is not None:  # or the submission's own exit code
+            return f"exit status {code}: killed by {_signal_name(code - 128)}, or exited with that code"
         if code == -signal.SIGXCPU:
             return "killed for using up its CPU time (RLIMIT_CPU)"
         if code < 0:
-            return f"killed by signal {signal.Signals(-code).name}"
+            return f"killed by {_signal_name(-code)}"
         tail = self.log_tail()
         return f"exit code {code}" + (f": {tail}" if tail else "")
 
@@ -229,6 +241,8 @@ class Worker:
                 pass
         self.log.close()
         shutil.rmtree(self.home, ignore_errors=True)
+        if self.unprivileged is not None:
+            self.unprivileged.remove()
         return breach
 
 
@@ -238,6 +252,24 @@ class Worker:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+
+
+def _signal_name(number: int) -> str:
+    """SIGXCPU (its CPU time limit) or SIGXFSZ (its file size limit) named as such; any number."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    why = {"SIGXCPU": " (its CPU time limit)", "SIGXFSZ": " (its file size limit)"}.get(name, "")
+    return f"{name}{why}"
+
+
+def _in_order(steps: list) -> Callable[[], None]:
+    """One `preexec_fn` running `steps` in order (join the cgroup as root, then drop to nobody)."""
+    def run() -> None:
+        for step in steps:
+            step()
+    return run
 
 
 def end_of_episode() -> None:
@@ -291,10 +323,12 @@ def start_worker(spec: str, config: Config | None, seed: int, limits: Limits,
     return None, "malformed", "worker sent actions before it was ready"
 
 
-def check_spec_in_worker(spec: str, timeout: float = 60.0) -> None:
-    """Load a submission's class in a throwaway worker: a typo is a clear ValueError before any
-    episode starts, rather than a policy that idles through a tournament."""
-    _, kind, message = start_worker(spec, None, 0, Limits(init_timeout=timeout), check_only=True)
+def check_spec_in_worker(spec: str, timeout: float = 60.0, limits: Limits | None = None) -> None:
+    """Load a submission's class in a throwaway worker (within the tournament's `limits`): a typo
+    is a clear ValueError before any episode starts, rather than a policy that idles through a
+    tournament."""
+    limits = replace(limits or Limits(), init_timeout=timeout)
+    _, kind, message = start_worker(spec, None, 0, limits, check_only=True)
     if kind is None:
         return
     if message.startswith("could not start: "):

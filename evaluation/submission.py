@@ -107,13 +107,14 @@ def worker_spec(spec: str) -> str:
     return spec
 
 
-def check_spec(spec: str, timeout: float = 60.0) -> None:
+def check_spec(spec: str, timeout: float = 60.0, limits: Limits | None = None) -> None:
     """Resolve a spec before any episode starts, so a typo is a clear error rather than a policy
-    that idles through a tournament. Submissions are imported in a throwaway worker process."""
+    that idles through a tournament. Submissions are imported in a throwaway worker process,
+    within the run's `limits`."""
     if is_trusted(spec):
         load_policy_class(spec)
         return
-    check_spec_in_worker(worker_spec(spec), timeout)
+    check_spec_in_worker(worker_spec(spec), timeout, limits)
 
 
 # ---------------------------------------------------------------- handles

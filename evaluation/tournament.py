@@ -176,7 +176,7 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     policies = tournament_policies([policy], anchor=policy)
     _check_settings(config, 1, episodes, workers, time_budget)
     limits = (limits or Limits()).check()
-    check_spec(policy, limits.init_timeout)
+    check_spec(policy, limits.init_timeout, limits)
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
     settings = {"ticks": config.HORIZON, "episodes": episodes, "seed": seed, "time_budget": time_budget,
                 "workers": workers, "limits": limits.to_dict(), "max_restarts": max_restarts,
@@ -284,7 +284,7 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     config = equal_shares(config, len(policies))
     limits = (limits or Limits()).check()
     for spec in policies:
-        check_spec(spec, limits.init_timeout)
+        check_spec(spec, limits.init_timeout, limits)
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
     settings = {"ticks": ticks, "episodes": episodes, "seed": seed, "metric": metric, "tie_break": tie_break,
                 "anchor": anchor, "population": config.PLAYER_N, "beta": BETA, "time_budget": time_budget,

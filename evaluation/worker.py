@@ -34,6 +34,9 @@ def apply_limits(limits: dict[str, Any]) -> None:
     if limits.get("cpu_seconds"):
         seconds = int(limits["cpu_seconds"])
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))  # SIGXCPU, then SIGKILL
+    if limits.get("file_size_mb"):
+        size = int(limits["file_size_mb"]) * 2**20
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))  # its log on the host's disk too
     if limits.get("open_files"):
         count = int(limits["open_files"])
         resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))

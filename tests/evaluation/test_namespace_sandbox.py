@@ -153,6 +153,39 @@ class ForkStorm(Attacker):  # 100 sleeping children against a limit of 32 proces
         return f"forks={{made}}"
 
 
+class Root(Attacker):  # what a uid that maps to root outside could still do without capabilities
+    def attack(self):
+        done = []
+        path = "/proc/sys/fs/lease-break-time"  # write the value it holds: harmless if it works
+        try:
+            value = open(path).read()
+            with open(path, "w") as sysctl:
+                sysctl.write(value)
+            done.append("sysctl")
+        except OSError:
+            pass
+        try:
+            if "_uid.0" in open("/proc/keys").read():  # root's keyring
+                done.append("keyring")
+        except OSError:
+            pass
+        return f"done={{done}}"
+
+
+class BadExit(Attacker):  # an exit status that looks like no signal there is (128 + 32)
+    def attack(self):
+        os._exit(160)
+
+
+class LogFill(Attacker):  # 80 MiB into its log, a file on the host's disk
+    def attack(self):
+        block = "x" * 2**20
+        for _ in range(80):
+            sys.stdout.write(block)
+            sys.stdout.flush()
+        return "wrote 80 MiB"
+
+
 class Honest:  # the rival: plays every tick
     def __init__(self, config):
         pass
@@ -161,7 +194,8 @@ class Honest:  # the rival: plays every tick
         time.sleep(0.05)
         return {{agent: {{"Move": {{"Direction": 4}}}} for agent in observations}}
 '''
-NAMES = ("Escape", "StopRivals", "Snoop", "Breakout", "Network", "MemoryForks", "ForkStorm", "Honest")
+NAMES = ("Escape", "StopRivals", "Snoop", "Breakout", "Network", "MemoryForks", "ForkStorm", "Root", "BadExit",
+         "LogFill", "Honest")
 
 
 def _reports(results: dict, spec: str) -> str:
@@ -237,3 +271,52 @@ def test_a_fork_storm_is_caught_at_the_process_limit(attacked):
     reports = _reports(results, specs["ForkStorm"])
     forks = int(reports.split("report forks=")[1].split()[0].rstrip("'\""))
     assert forks < 32, reports
+
+
+def test_no_sysctl_no_root_keyring(attacked):
+    results, specs, *_ = attacked
+    assert "report done=[]" in _reports(results, specs["Root"]), _reports(results, specs["Root"])
+
+
+def test_the_submission_is_nobody_on_the_host(tmp_path):
+    """Seen from the host, every process of a sandboxed worker runs as uid 65534 with no
+    capabilities, even when the tournament runs as root (bubblewrap maps the uid it starts with)."""
+    import threading
+    import time
+
+    from evaluation.submission import SubprocessPolicy
+
+    (tmp_path / "slow.py").write_text("import time\n\nclass Agent:\n    def __init__(self, config):\n"
+                                      "        time.sleep(3)\n\n    def act(self, observations):\n        return {}\n")
+    seen: list[tuple[str, str]] = []
+
+    def look() -> None:
+        time.sleep(1.5)
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if b"evaluation.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                                  if line.startswith(("Uid", "CapEff")))
+                    seen.append((status["Uid"], status["CapEff"]))
+            except OSError:
+                pass
+
+    watcher = threading.Thread(target=look)
+    watcher.start()
+    handle = SubprocessPolicy(f"{tmp_path / 'slow.py'}:Agent", small_config())
+    handle.reset(0)
+    handle.close()
+    watcher.join()
+    expected = "65534" if os.geteuid() == 0 else str(os.getuid())  # a normal user's uid is unprivileged already
+    assert seen and all(uid.split() == [expected] * 4 and int(caps, 16) == 0 for uid, caps in seen), seen
+
+
+def test_any_exit_status_is_a_fault_never_an_error_of_the_tournament(attacked):
+    results, specs, *_ = attacked
+    assert "exit status 160" in _reports(results, specs["BadExit"])
+
+
+def test_a_log_that_grows_without_end_is_stopped_at_the_file_size_limit(attacked):
+    results, specs, *_ = attacked
+    reports = _reports(results, specs["LogFill"])
+    assert ("File too large" in reports or "SIGXFSZ" in reports) and "wrote 80 MiB" not in reports, reports
