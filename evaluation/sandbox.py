@@ -17,12 +17,15 @@ Each untrusted policy gets a fresh ``python -m evaluation.worker`` process per e
 - **Channel.** Two OS pipes carrying frames of data (`evaluation.channel`): observations as raw
   arrays, replies as fixed binary frames of int64 arrays, each read with a deadline and a size
   limit. A reply that cannot be read is a malformed fault and the worker is replaced.
+- **Namespaces and cgroups.** Where the machine has them, the worker starts inside bubblewrap's
+  namespaces (`evaluation.namespaces`: an unprivileged uid, its own processes, no network, only
+  the packages and its own file on a read-only disk) and in a cgroup of its own
+  (`evaluation.cgroups`: memory and processes of all it forks together, an equal CPU weight);
+  elsewhere it falls back to the bounds above and says so once.
 
-What remains to trust (docs/evaluation.md): a submission runs with the user's privileges. It can
-read files the user can read and use the network; the limits bind an unprivileged user, while a
-process running as root can raise its own limits again. Run untrusted submissions as an
-unprivileged user (or in a container). Nothing it does reaches the game except its own agents'
-validated actions, and nothing it sends is executed by the episode.
+What remains to trust, per platform: docs/evaluation.md, "The trust model". Nothing a worker does
+reaches the game except its own agents' validated actions, and nothing it sends is executed by
+the episode.
 """
 
 from __future__ import annotations
@@ -244,7 +247,6 @@ class Worker:
         if self.unprivileged is not None:
             self.unprivileged.remove()
         return breach
-
 
     def _release_cgroup(self) -> None:
         """Kill whatever is left in the worker's cgroup (a fork that escaped its process group, in
