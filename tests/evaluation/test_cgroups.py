@@ -409,6 +409,8 @@ for i in range(6):
         time.sleep(60)
         os._exit(0)
     pids.append(pid)
+while os.getpgid(pids[5]) == os.getpgrp():  # the last child has left the process group
+    time.sleep(0.001)
 print(" ".join(map(str, pids)), flush=True)
 time.sleep(60)
 """
