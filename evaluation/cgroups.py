@@ -31,6 +31,8 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from nmmo.process import process_exists
+
 #: The directory every group goes under (created on demand, shared by tournaments on the machine).
 PARENT = "flatmmo"
 #: Controllers without which cgroups are not used at all.
@@ -211,20 +213,6 @@ def _label(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", name)[:40]
 
 
-def _alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie does not): stale groups are those whose creator is gone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def remove_stale(parents: Iterable[str]) -> list[str]:
     """Remove the empty groups in `parents` whose creating process is gone (a tournament killed
     with kill -9 cannot remove its own). A group still holding processes refuses rmdir and stays.
@@ -237,7 +225,7 @@ def remove_stale(parents: Iterable[str]) -> list[str]:
             continue
         for name in names:
             match = GROUP_NAME.fullmatch(name)
-            if match and int(match[1]) != os.getpid() and not _alive(int(match[1])):
+            if match and int(match[1]) != os.getpid() and not process_exists(int(match[1])):
                 path = os.path.join(parent, name)
                 with contextlib.suppress(OSError):
                     os.rmdir(path)

@@ -57,6 +57,7 @@ from evaluation.channel import (
 )
 from evaluation.faults import preview
 from nmmo.config import Config
+from nmmo.process import process_exists
 
 #: Environment variables a worker inherits (everything else is dropped).
 ENV_ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "OMP_NUM_THREADS",
@@ -126,22 +127,6 @@ def remove_orphaned_homes(directory: str | None = None) -> list[str]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def process_exists(pid: int) -> bool:
-    """Whether a process with this pid runs (it may belong to another user); a zombie, dead but
-    not yet reaped by its new parent, does not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except (OSError, IndexError):  # no /proc (not Linux), or it exited meanwhile
-        return True
 
 
 class Worker:

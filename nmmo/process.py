@@ -20,3 +20,20 @@ def die_with_parent(parent: int | None = None) -> None:
         return
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def process_exists(pid: int) -> bool:
+    """Whether a process with this pid runs (it may belong to another user); a zombie, dead but
+    not yet reaped by its new parent, does not: what decides whether files or cgroups a process
+    left are orphans."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):  # no /proc (not Linux), or it exited meanwhile
+        return True

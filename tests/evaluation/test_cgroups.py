@@ -22,6 +22,7 @@ import pytest
 
 from evaluation import cgroups
 from evaluation.cgroups import CgroupLimits
+from nmmo.process import process_exists
 
 MiB = 1 << 20
 
@@ -417,7 +418,7 @@ time.sleep(60)
 
 
 def alive(pid: int) -> bool:
-    return cgroups._alive(pid)
+    return process_exists(pid)
 
 
 @pytest.mark.parametrize("freezer", [True, False], ids=["freezer", "kill-loop"])
