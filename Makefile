@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned: its CPU build; a bare range would pull a multi-GB CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,serve,train,scale,docs]'
+	$(PY) -m pip install --quiet -e '.[dev,serve,train,scale,docs,trainers]'
 	touch $(STAMP)
 
 # The 3D viewer: three.js built with vite from the committed lock file.

@@ -83,7 +83,7 @@ class Args:
     out: str = "out/train"
     """Directory for the checkpoint, logs and curves."""
     resume: bool = False
-    """Continue from out/checkpoint.pt."""
+    """Continue from OUT/checkpoint.pt (OUT: --out)."""
     wandb: bool = False
     """Log to Weights & Biases too (offline unless WANDB_MODE says otherwise)."""
     league: bool = False

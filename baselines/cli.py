@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.table import Table
 
@@ -32,6 +33,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_interrupted(args: argparse.Namespace, resume: str) -> str:
+    checkpoint = Path(args.out) / "checkpoint.pt"
+    if not checkpoint.exists():
+        return "stopped before the first iteration ended: nothing was kept (run it again)"
+    return f"stopped; the last finished iteration is kept in {checkpoint}; continue with: {resume}"
+
+
 def league_table(rows: list[dict]) -> Table:
     """The league after training: every member's SR, mu, sigma and match record."""
     table = Table(title="League (SR 1500 = scripted:Combat)")
@@ -53,4 +61,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "hyper-parameter of baselines.args.Args is a flag")
     add_arguments(train, skip=("backend", "ray_address"))  # --ray / --ray-address say where workers run
     add_ray_flags(train)
-    train.set_defaults(func=_cmd_train)
+    train.set_defaults(func=_cmd_train, interrupted=_train_interrupted)

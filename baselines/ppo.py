@@ -32,7 +32,7 @@ from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
 from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
-from nmmo.cli import progress_enabled
+from nmmo import console
 from nmmo.files import atomic_write_bytes, remove_stale_temps
 from nmmo.policy import load_policy_class
 from nmmo.vector import METRIC_NAMES, VectorEnv
@@ -87,8 +87,6 @@ def act_rows(model: Policy, obs: dict[str, np.ndarray], state, reset: np.ndarray
 
 def train(args: Args) -> dict:
     """Run PPO; returns a summary (steps, iterations, throughput, last metrics)."""
-    from tqdm import tqdm
-
     if args.bptt < 1 or args.rollout_len % min(args.bptt, args.rollout_len):
         raise ValueError(f"bptt must divide rollout_len ({args.rollout_len}), got {args.bptt}")
     if args.teacher_steps < 0 or args.teacher_coef < 0:
@@ -138,7 +136,8 @@ def train(args: Args) -> dict:
     started = time.perf_counter()
     deadline = started + 60 * args.minutes
     history: list[dict] = []
-    bar = tqdm(desc="train", unit="step", disable=progress_enabled(args.progress), initial=step)
+    budget = args.total_steps or None  # a time budget alone: no total to count down
+    bar = console.progress(total=budget, desc="train", unit="agent-step", enabled=args.progress, initial=step)
     try:
         while time.perf_counter() < deadline and (not args.total_steps or step < args.total_steps) and (
                 not args.iterations or iteration < args.iterations):
@@ -223,8 +222,9 @@ def train(args: Args) -> dict:
             _append_log(out, row)
             if run is not None:
                 run.log(row, step=step)
+            bar.set_postfix_str(f"iteration {iteration}, {row['agent_steps_per_s']:.0f} agent-steps/s, "
+                                f"lifetime {row.get('lifetime', float('nan')):.1f}")
             bar.update(int(valid.sum()))
-            bar.set_postfix(sps=f"{row['agent_steps_per_s']:.0f}", life=f"{row.get('lifetime', float('nan')):.1f}")
     finally:
         bar.close()
         vec.close()

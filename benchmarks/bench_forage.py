@@ -161,7 +161,7 @@ def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = F
                     homes.append(home)
                     print(f"  tick {ticks + 1}: agent {aid} died of {cause}; spawned at ({row}, {col}), "
                           f"{home} steps from the nearest home")
-            lifetimes += [info["episode"] for info in infos.values() if "episode" in info]
+            lifetimes += [info["life"] for info in infos.values() if "life" in info]
             fresh += int(np.count_nonzero(env.realm.state.tiles.material.ravel()[band] == Material.FOREST))
             ticks += 1
         totals.update(found)

@@ -41,9 +41,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                        workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
                        progress=not args.quiet, **ray_options(args))
     console = wide_console()
-    console.print(metric_table(results))
-    if "team_metrics" in results:
-        console.print(team_table(results))
+    if not args.quiet:
+        console.print(metric_table(results))
+        if "team_metrics" in results:
+            console.print(team_table(results))
     faults = results["faults"][args.policy]
     if any(faults[k] for k in ("exception", "timeout", "malformed")):
         console.print(f"faults: {fault_text(faults)}", highlight=False, markup=False)
@@ -82,7 +83,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
                                  journal=None if args.out is None else args.out / JOURNAL_FILE, resume=args.resume,
                                  on_update=show if live is not None else None, secret=args.secret,
                                  **ray_options(args))
-    print_tournament(console, results)
+    print_tournament(console, results, quiet=args.quiet)
     if args.out is not None:
         _saved(console, save_results(results, args.out))
     if args.record is not None:
@@ -93,6 +94,33 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         raise ValueError(f"{', '.join(failed)} never ran in any episode (could not be built: see the faults above); "
                          "the leaderboard does not rank them")
     return 0
+
+
+def _tournament_interrupted(args: argparse.Namespace, resume: str) -> str:
+    from evaluation.journal import JOURNAL_FILE
+
+    if args.out is None:
+        return "stopped; nothing was kept (a tournament keeps its finished episodes with --out DIR)"
+    journal = args.out / JOURNAL_FILE
+    kept = max(_lines(journal) - 1, 0)  # the first line is the journal's header
+    return f"stopped; {kept} finished episode(s) kept in {journal}; continue with: {resume}"
+
+
+def _eval_interrupted(args: argparse.Namespace, resume: str) -> str:
+    return "stopped; nmmo eval keeps nothing until it ends and cannot resume: run it again (fewer --episodes " \
+           "make it shorter; nmmo tournament --out DIR keeps each finished episode)"
+
+
+def _table1_interrupted(args: argparse.Namespace, resume: str) -> str:
+    return f"stopped; finished runs are kept in {args.out}/table1.json; continue with: {resume}"
+
+
+def _lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return 0
 
 
 def _cmd_table1(args: argparse.Namespace) -> int:
@@ -157,7 +185,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         help="memory of each submission's worker and all it forks together, MiB (a cgroup; 0: none)")
     common.add_argument("--processes", type=int, default=defaults.processes, metavar="N",
                         help="processes and threads of each submission's worker and its forks (a cgroup; 0: none)")
-    common.add_argument("--quiet", action="store_true", help="no progress bar")
+    common.add_argument("--quiet", action="store_true", help="no progress and no tables: only the paths of the "
+                        "results (and faults, errors)")
     add_ray_flags(common)
 
     ev = add_command(subparsers, "eval", "one policy controls every agent on held-out maps: its metric table",
@@ -168,7 +197,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
     ev.add_argument("--episodes", type=int, default=4, help="episodes, episode i on held-out map i")
     ev.add_argument("--out", type=Path, default=Path("out/eval"), help="directory for results.json and CSVs")
-    ev.set_defaults(func=_cmd_eval)
+    ev.set_defaults(func=_cmd_eval, interrupted=_eval_interrupted)
 
     tour = add_command(subparsers, "tournament", "policies share one world; TrueSkill SR leaderboard (anchor: "
                        "scripted:Combat)", parents=[common])
@@ -191,7 +220,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                            "OUT/episodes.jsonl: pass it back with --seed to re-run a tournament exactly")
     tour.add_argument("--record", type=Path, default=None, metavar="DIR",
                       help="also save every episode as a replay in DIR (watch with nmmo serve --replay-dir DIR)")
-    tour.set_defaults(func=_cmd_tournament)
+    tour.set_defaults(func=_cmd_tournament, interrupted=_tournament_interrupted)
 
     experiment = command_group(subparsers, "experiment", "the paper's experiments as commands")
     table1 = add_command(experiment, "table1", "the paper's Table 1 with its sensitivity to population cap and "
@@ -209,6 +238,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         help="nmmo 2.1.1's interpreter (../shared/reference/setup-nmmo2.sh): its map fractions too")
     table1.add_argument("--out", type=Path, default=Path("out/table1"), help="table1.json and table1.png go here")
     table1.add_argument("--resume", action="store_true", help="skip the runs already in OUT/table1.json")
-    table1.set_defaults(func=_cmd_table1)
+    table1.set_defaults(func=_cmd_table1, interrupted=_table1_interrupted)
 
     demo.add_command_to(subparsers)

@@ -30,7 +30,7 @@ from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, li
 from evaluation.sandbox import Limits, end_of_episode
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from nmmo import config as config_module
-from nmmo.cli import progress_enabled
+from nmmo import console
 from nmmo.config import Config
 from nmmo.process import die_with_parent
 
@@ -219,6 +219,18 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
                          team_of[agents][keep])
 
 
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued episodes and end the running ones now: an interrupted run keeps what
+    finished (the journal) and must not wait for episodes nobody will read."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join(timeout=5)
+
+
 def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool = True, desc: str = "episodes",
                  backend: str = "process", ray_address: str | None = None,
                  on_result: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
@@ -226,14 +238,12 @@ def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool 
     with ``backend="ray"``, `workers` Ray actors; return their results in task order, whatever
     order they finish in. `on_result` sees each result as it arrives (to grow a live table or a
     journal)."""
-    from tqdm import tqdm
-
     if workers < 0:
         raise ValueError(f"workers must be >= 0, got {workers}")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     results: list[EpisodeResult | None] = [None] * len(tasks)
-    with tqdm(total=len(tasks), desc=desc, unit="episode", disable=progress_enabled(progress)) as bar:
+    with console.progress(total=len(tasks), desc=desc, unit="episode", enabled=progress) as bar:
 
         def finished(i: int, result: EpisodeResult) -> None:
             results[i] = result
@@ -252,15 +262,16 @@ def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool 
                 finished(i, run_episode(task))
         else:
             context = multiprocessing.get_context(START_METHOD)
-            with ProcessPoolExecutor(min(workers, len(tasks)) or 1, mp_context=context, initializer=die_with_parent,
-                                     initargs=(os.getpid(),)) as pool:
+            pool = ProcessPoolExecutor(min(workers, len(tasks)) or 1, mp_context=context, initializer=die_with_parent,
+                                       initargs=(os.getpid(),))
+            try:
                 futures = {pool.submit(run_episode, task): i for i, task in enumerate(tasks)}
-                try:
-                    for future in as_completed(futures):
-                        finished(futures[future], future.result())
-                except BaseException:  # an engine error or Ctrl-C: do not start the queued episodes
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
+                for future in as_completed(futures):
+                    finished(futures[future], future.result())
+            except BaseException:  # an engine error or Ctrl-C: stop the running episodes, start no queued one
+                stop_pool(pool)
+                raise
+            pool.shutdown(wait=True)
     return results  # type: ignore[return-value]
 
 

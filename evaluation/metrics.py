@@ -1,6 +1,6 @@
 """Per-lifetime metrics grouped by policy: mean, std and count of the paper's Table 1 metrics.
 
-A lifetime is one agent's metrics dict as the engine reports it in ``infos[agent]["episode"]``
+A lifetime is one agent's metrics dict as the engine reports it in ``infos[agent]["life"]``
 (keys ``lifetime``, ``achievement``, ``player_kills``, ``equipment``, ``explore``, ``forage``).
 Aggregation works on a float matrix with one row per lifetime and one column per metric, so
 grouping by policy is a handful of `np.bincount` calls whatever the number of agents.
@@ -113,7 +113,7 @@ def aggregate_teams(matrix: np.ndarray, teams: np.ndarray, owners: np.ndarray,
 def lifetimes_from_infos(infos: Mapping[int, Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
     """Lifetimes the engine reported in one step's infos: agents that died, and at the horizon
     every agent still alive (truncated)."""
-    return {agent: info["episode"] for agent, info in infos.items() if "episode" in info}
+    return {agent: info["life"] for agent, info in infos.items() if "life" in info}
 
 
 def alive_lifetimes(env: Any) -> dict[int, dict[str, Any]]:

@@ -38,6 +38,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from nmmo.policy import PATH_SCHEMES
+
 #: The uid and gid a submission runs as inside its user namespace.
 NOBODY = 65534
 #: This project's packages a worker may import (each bound on its own, never the whole checkout).
@@ -207,10 +209,11 @@ def package_dirs() -> tuple[str, ...]:
 
 
 def spec_path(spec: str) -> str | None:
-    """The file or package a worker spec names (``/abs/file.py:Class``, ``ckpt:/abs/path`` or
+    """The file or package a worker spec names (``/abs/file.py:Class``, ``ckpt:/abs/path`` (or another
+    of `PATH_SCHEMES`) or
     ``pkg.module:Class``, whose top-level package is bound), if any."""
     scheme, sep, argument = spec.partition(":")
-    if sep and scheme == "ckpt":
+    if sep and scheme in PATH_SCHEMES:
         return argument
     where, sep, _ = spec.rpartition(":")
     if sep and where.endswith(".py"):

@@ -32,7 +32,7 @@ from evaluation.sandbox import (
 )
 from nmmo.actions import UNREADABLE_ROW, action_rows, rows_in_space, rows_to_actions
 from nmmo.config import Config
-from nmmo.policy import BUILTIN, load_policy_class
+from nmmo.policy import BUILTIN, PATH_SCHEMES, load_policy_class
 
 #: How episode pools start their processes: a clean interpreter, no inherited locks, threads or state.
 START_METHOD = "spawn"
@@ -99,8 +99,8 @@ def worker_spec(spec: str) -> str:
     (``path/to/file.py:Class``) or a checkpoint (``ckpt:PATH``), since workers run in a directory of
     their own (the spec recorded in results stays as the user wrote it)."""
     scheme, sep, argument = spec.partition(":")
-    if sep and scheme == "ckpt":
-        return f"ckpt:{Path(argument).resolve()}"
+    if sep and scheme in PATH_SCHEMES:
+        return f"{scheme}:{Path(argument).resolve()}"
     where, sep, name = spec.rpartition(":")
     if sep and where.endswith(".py"):
         return f"{Path(where).resolve()}:{name}"

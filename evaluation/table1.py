@@ -31,8 +31,7 @@ import numpy as np
 from evaluation.metrics import METRICS
 from evaluation.tournament import evaluate, versions
 from nmmo import config as config_module
-from nmmo import world
-from nmmo.cli import progress_enabled
+from nmmo import console, world
 from nmmo.files import atomic_write_bytes
 
 BOTS = ("scripted:Forage", "scripted:Combat", "scripted:Meander")
@@ -132,8 +131,6 @@ def run_table1(config: str = "small_maps", bots: Sequence[str] = BOTS, maps: int
                ) -> dict[str, Any]:
     """Play Table 1 and its sensitivity; returns the result dict (and saves it under `out`).
     `evaluate_options` go to every `evaluate` call (time_budget, backend, ray_address)."""
-    from tqdm import tqdm
-
     base = config_module.resolve(config)
     if maps < 1:
         raise ValueError(f"maps must be >= 1, got {maps}")
@@ -155,8 +152,8 @@ def run_table1(config: str = "small_maps", bots: Sequence[str] = BOTS, maps: int
         done = saved.get("runs", {})
     results: dict[str, Any] = {"format": "flatmmo-table1", "version": 1, "settings": settings,
                                "config_toml": base.to_toml(), "versions": versions(), "runs": done}
-    with tqdm(total=len(runs), initial=sum(_run_key(*r) in done for r in runs), desc="table1", unit="run",
-              disable=progress_enabled(progress)) as bar:
+    with console.progress(total=len(runs), initial=sum(_run_key(*r) in done for r in runs), desc="table1",
+                          unit="run", enabled=progress) as bar:
         for kind, bot, value in runs:
             key = _run_key(kind, bot, value)
             if key in done:

@@ -179,8 +179,18 @@ def standings_table(standings: Standings, episodes: int) -> Table:
     return table
 
 
-def print_tournament(console: Console, results: dict[str, Any]) -> None:
-    """The history, the leaderboard, its metrics, team aggregates, warnings and fault messages."""
+def print_tournament(console: Console, results: dict[str, Any], quiet: bool = False) -> None:
+    """The history, the leaderboard, its metrics, team aggregates, warnings and fault messages
+    (`quiet`: the fault messages alone)."""
+    if not quiet:
+        print_tables(console, results)
+    labels = short_labels(results["policies"])
+    for policy, record in results["faults"].items():
+        for message in record["messages"]:
+            console.print(f"[yellow]{escape(labels[policy])}[/]: {escape(message)}", highlight=False)
+
+
+def print_tables(console: Console, results: dict[str, Any]) -> None:
     console.print(history_table(results))
     console.print(leaderboard_table(results))
     console.print(leaderboard_metrics_table(results))
@@ -189,10 +199,6 @@ def print_tournament(console: Console, results: dict[str, Any]) -> None:
     for line in (label_legend(results["policies"]), tie_note(results)):
         if line is not None:
             console.print(line, highlight=False, markup=False)
-    labels = short_labels(results["policies"])
-    for policy, record in results["faults"].items():
-        for message in record["messages"]:
-            console.print(f"[yellow]{escape(labels[policy])}[/]: {escape(message)}", highlight=False)
 
 
 def table1_tables(results: dict[str, Any]) -> list[Table]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from nmmo.config import Config
 from nmmo.enums import Direction
@@ -125,12 +126,14 @@ def _index(agent: Any, part: Any, key: str, sub: str) -> int:
 
 
 def as_index(value: Any) -> int | None:
-    """A plain int from an int, numpy integer or 0-d integer array that fits int64; None for
-    anything else (bools, floats, strings, arrays of several values, huge ints)."""
+    """A plain int from an int (IntEnum members included), numpy integer or 0-d integer array that
+    fits int64; None for anything else (bools, floats, strings, arrays of several values, huge ints)."""
     if type(value) is not int:
         if isinstance(value, bool):
             return None
-        if isinstance(value, np.ndarray):
+        if isinstance(value, int):  # an IntEnum member: nmmo.Direction.STAY, nmmo.Style.MELEE
+            value = int(value)
+        elif isinstance(value, np.ndarray):
             if value.ndim != 0 or not np.issubdtype(value.dtype, np.integer):
                 return None
             value = value.item()
@@ -259,3 +262,74 @@ def _short(value: Any, limit: int = 40) -> str:
     except Exception:  # noqa: BLE001 - a hostile __repr__ must not break reading the reply
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------- flat form
+#: The flat action form, for trainers whose policies emit a vector of categoricals (SB3, TorchRL,
+#: RLlib, PufferLib): one row (direction, style, target index) per agent, exactly the (n, 3) rows
+#: `nmmo.Env.step_arrays` takes. A row whose target is the no-op index attacks nobody.
+FLAT_ACTION_PARTS = ((MOVE, DIRECTION), (ATTACK, STYLE), (ATTACK, TARGET))
+
+
+def flat_action_sizes(config: Config) -> tuple[int, int, int]:
+    """How many choices each part of the flat action has: directions, styles, target indices."""
+    return len(Direction), 3, config.PLAYER_N_OBS + 1
+
+
+class FlatActionSpace(spaces.MultiDiscrete):
+    """``MultiDiscrete([5, 3, PLAYER_N_OBS + 1])`` whose `sample` also takes the flat mask
+    (`flat_mask`: one int8 vector, the layout trainers read), besides gymnasium's tuple of
+    per-part masks, so that ``space.sample(mask=obs["action_mask"])`` works as PettingZoo's tests
+    and tutorials call it."""
+
+    def sample(self, mask: Any = None, probability: Any = None):
+        if mask is not None and not isinstance(mask, tuple):
+            mask = np.asarray(mask, dtype=np.int8)
+            if mask.shape != (int(self.nvec.sum()),):
+                raise ValueError(f"a flat action mask has {int(self.nvec.sum())} entries (5 + 3 + targets), "
+                                 f"got shape {mask.shape}")
+            mask = tuple(np.split(mask, np.cumsum(self.nvec)[:-1]))
+        return super().sample(mask=mask, probability=probability)
+
+
+def flat_action_space(config: Config) -> FlatActionSpace:
+    """The flat action form's space: ``MultiDiscrete([5, 3, PLAYER_N_OBS + 1])``."""
+    return FlatActionSpace(np.array(flat_action_sizes(config), dtype=np.int64))
+
+
+def flat_mask(move_mask: np.ndarray, style_mask: np.ndarray, target_mask: np.ndarray) -> np.ndarray:
+    """The flat action form's mask: the three masks side by side (int8, last axis 5 + 3 +
+    PLAYER_N_OBS + 1), the layout SB3-contrib, TorchRL and RLlib expect for a MultiDiscrete action.
+    Works on one agent's masks or on stacked ones."""
+    return np.concatenate([np.asarray(move_mask), np.asarray(style_mask), np.asarray(target_mask)],
+                          axis=-1).astype(np.int8, copy=False)
+
+
+def flat_mask_of(observation: Mapping) -> np.ndarray:
+    """`flat_mask` of one raw observation (its ActionTargets)."""
+    targets = observation["ActionTargets"]
+    return flat_mask(targets[MOVE][DIRECTION], targets[ATTACK][STYLE], targets[ATTACK][TARGET])
+
+
+def split_flat_mask(mask: np.ndarray, config: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The move, style and target masks of a flat mask (the inverse of `flat_mask`)."""
+    n_move, n_style, _ = flat_action_sizes(config)
+    mask = np.asarray(mask)
+    return mask[..., :n_move], mask[..., n_move:n_move + n_style], mask[..., n_move + n_style:]
+
+
+def flat_to_action(row: Any) -> dict[str, dict[str, int]]:
+    """One flat action (any length-3 integer sequence or array) as the dict API's action."""
+    values = np.asarray(row).reshape(-1)
+    if values.shape != (3,) or not np.issubdtype(values.dtype, np.integer):
+        raise ActionError(f"a flat action is 3 integers (direction, style, target), got {row!r}")
+    direction, style, target = (int(v) for v in values)
+    return {MOVE: {DIRECTION: direction}, ATTACK: {STYLE: style, TARGET: target}}
+
+
+def action_to_flat(action: Any, config: Config) -> np.ndarray:
+    """One dict API action as a flat row; a missing attack becomes style 0 and the no-op target."""
+    direction, style, target = parse_action("action", action)
+    if style == NO_ATTACK and target == NO_ATTACK:
+        style, target = 0, config.PLAYER_N_OBS
+    return np.array([direction, style, target], dtype=np.int64)

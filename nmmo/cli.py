@@ -8,8 +8,8 @@ add commands the same way: an entry point naming ``add_commands(subparsers)``. A
 ``func`` (and optionally ``check``, run before any work) with ``set_defaults``; `add_command`
 gives it the shared help format (every flag's help shows its default).
 
-Shared helpers for every command: `console`, `progress_enabled`, `error_line`, `cli_command`,
-`check_port`, `add_ray_flags` / `ray_options`.
+Shared helpers for every command: `console`, `error_line`, `cli_command`,
+`check_port`, `add_ray_flags` / `ray_options` (progress displays: `nmmo.console`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import shlex
 import shutil
+import signal
 import socket
 import sys
+import threading
 import time
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -57,12 +60,6 @@ def command_group(subparsers: argparse._SubParsersAction, name: str, help: str) 
         parser = add_command(subparsers, name, help)
         parser.set_defaults(group_commands=parser.add_subparsers(dest=f"{name}_command", required=True))
     return parser.get_default("group_commands")
-
-
-def progress_enabled(wanted: bool = True) -> bool | None:
-    """Tqdm's `disable` value: off when not `wanted`, and off without a terminal (no carriage-return
-    lines in logs and pipes), which tqdm decides when given None."""
-    return True if not wanted else None
 
 
 def cli_command() -> str:
@@ -108,8 +105,7 @@ def ray_options(args: argparse.Namespace) -> dict:
 
 # ------------------------------------------------------------------ maps
 def _cmd_maps_generate(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from nmmo import console as console_module
     from nmmo import world
 
     config = config_module.resolve(args.config)
@@ -123,14 +119,16 @@ def _cmd_maps_generate(args: argparse.Namespace) -> int:
     out = Path(args.out or f"out/maps/{config.name}")
     totals: dict[str, float] = {}
     start = time.perf_counter()
-    for index in tqdm(range(args.start, args.start + count), desc=f"{args.split} maps", unit="map",
-                      disable=progress_enabled()):
+    bar = console_module.progress(total=count, desc=f"{args.split} maps", unit="map")
+    for index in range(args.start, args.start + count):
         seed = world.map_seed(config, index, args.split)
         game_map = world.get_map(config, seed, cache=not args.no_cache)
         for name, value in game_map.fractions().items():
             totals[name] = totals.get(name, 0.0) + value / count
         if args.preview:
             world.preview_png(game_map, out / f"{args.split}_{index:05d}.png", args.zoom, args.downscale)
+        bar.update()
+    bar.close()
     elapsed = time.perf_counter() - start
     table = Table(title=f"{count} {args.split} maps of {config.name} ({config.MAP_SIZE}x{config.MAP_SIZE})")
     table.add_column("material")
@@ -275,18 +273,56 @@ def error_line(err: BaseException) -> str:
     return str(err)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (workers ended, work kept)."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command line that continues this run: the same arguments and ``--resume``."""
+    words = [w for w in argv if w != "--no-resume"]
+    if "--resume" not in words:
+        words.append("--resume")
+    return f"{cli_command()} {shlex.join(words)}"
+
+
+def interrupted_line(args: argparse.Namespace, argv: list[str]) -> str:
+    """What an interrupted command kept and how to continue it: the command's own `interrupted`
+    note (``set_defaults(interrupted=f)``, ``f(args, resume_command) -> str``) or a plain one."""
+    note = getattr(args, "interrupted", None)
+    if note is None:
+        return "stopped; this command keeps nothing to resume (run it again)"
+    return note(args, resume_command(argv))
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Ctrl-C and SIGTERM stop it cleanly: one line says what was kept and how to
+    resume, and the exit status is 130 (SIGINT) or 143 (SIGTERM)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(words)
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         check_args(args)
         return int(args.func(args) or 0)
+    except KeyboardInterrupt as err:
+        code = 143 if isinstance(err, Terminated) else 130
+        line = Text.assemble(("interrupted:", "bold yellow"), " ", interrupted_line(args, words))
+        console.print(line, highlight=False, soft_wrap=True)
+        return code
     except (ConfigError, ValueError, OSError) as err:
         # soft_wrap: an error message stays one line (greppable, copyable) whatever the terminal width;
         # a Text, not markup, so brackets in the message ([Errno 2], [keys], paths) survive
         line = Text.assemble(("error:", "bold red"), " ", error_line(err))
         console.print(line, highlight=False, soft_wrap=True)
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@ Observation (per agent, `observation_space(agent)`): ``Tile`` ((2R+1)^2 x `TileA
 
 Action (per agent): ``{"Move": {"Direction": 0..4}, "Attack": {"Style": 0..2, "Target":
 0..PLAYER_N_OBS}}``, either part optional; Target indexes the agent's last Entity rows and the
-last index is the no-op. Invalid sub-actions (out of range or masked) are dropped and listed in
-``infos[agent]["invalid_actions"]``; an attack whose style and target each pass their mask but whose
-target is beyond that style's reach is dropped with ``infos[agent]["attack_out_of_reach"]``;
+last index is the no-op. No mask is ever all zeros: with no target in reach every style is allowed
+and the no-op is the only target. Invalid sub-actions (out of range or masked) are dropped and
+counted in ``infos[agent]["invalid_actions"]``; an attack whose style and target each pass their
+mask but whose target is beyond that style's reach is dropped with
+``infos[agent]["attack_out_of_reach"] = 1`` (infos hold numbers; `info_details` adds the reasons);
 malformed actions raise ValueError naming agent and key. Stepping after the horizon raises.
 Actions for agents that already died are ignored; unknown ids raise ValueError.
 
@@ -22,9 +24,12 @@ in ``infos[agent]["achievement_points"]`` then, or whenever ``env.report_achieve
 with PLAYER_TEAM_SPIRIT =
 alpha > 0 each reward becomes alpha * team mean + (1 - alpha) * own.
 
-Episode metrics arrive in ``infos[agent]["episode"]`` when an agent dies or the episode ends.
+Lifetime metrics arrive in ``infos[agent]["life"]`` when an agent dies or the episode ends
+("episode", the key SB3 reserves, is a deprecated alias until the next release).
 
-Version history: v0 (this) — first release.
+Global state (`state()`, `state_space`): for centralized critics, see `nmmo.global_state`.
+
+Version history: v0 (this) — first release; 0.2: "life" infos key, numeric infos, no all-zero mask.
 
 """
 
@@ -40,7 +45,6 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from nmmo import config as config_module
-from nmmo import spaces
 from nmmo.actions import ATTACK, DIRECTION, MOVE, STAY, STYLE, TARGET, apply_indices, parse_actions
 from nmmo.config import Config
 from nmmo.metrics import lifetime_metrics
@@ -49,16 +53,18 @@ from nmmo.outcomes import BatchStep, Outcomes
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
 from nmmo.replay import Recorder, capture
+from nmmo.spaces import Spaces
 from nmmo.world import get_map
 
 __all__ = ["BatchStep", "Env"]  # BatchStep lives in nmmo.outcomes, with the rest of a step's accounting
 
 
-class Env(Outcomes, ParallelEnv):
+class Env(Outcomes, Spaces, ParallelEnv):
     """The game world as a PettingZoo ParallelEnv (agents, spaces and rewards: see the module notes).
 
     What each step gives the agents besides observations (rewards, terminations, infos, episode
-    metrics) is accounted by the `nmmo.outcomes.Outcomes` mixin, whose methods are this class's.
+    metrics) is accounted by the `nmmo.outcomes.Outcomes` mixin, and its spaces and global state
+    come from the `nmmo.spaces.Spaces` mixin, whose methods are this class's.
 
     Args:
         config: a `nmmo.config.Config`, a canonical config name ("small_maps"), a preset name or a
@@ -68,6 +74,8 @@ class Env(Outcomes, ParallelEnv):
         log_fn: optional ``f(env, agent_id) -> dict`` whose scalars are added to the episode metrics.
         render_mode: None, or "rgb_array" for `render()` to return the map as an RGB image.
         record: record the episode for `save_replay` (see `nmmo.replay`).
+        info_details: add the reasons for dropped sub-actions to infos as strings (by default infos
+            hold numbers only).
 
     """
 
@@ -81,6 +89,7 @@ class Env(Outcomes, ParallelEnv):
         log_fn: Callable[[Env, int], dict] | None = None,
         render_mode: str | None = None,
         record: bool = False,
+        info_details: bool = False,
     ) -> None:
         self.config = config_module.resolve(config).validate()
         self.render_mode = render_mode
@@ -99,6 +108,7 @@ class Env(Outcomes, ParallelEnv):
         self._obs: Observations | None = None
         self._failure: str | None = None  # set when a step failed half-way: the env is unusable until reset
         self._spaces: tuple[gymnasium.spaces.Dict, gymnasium.spaces.Dict] | None = None  # made once
+        self._state_space: gymnasium.spaces.Box | None = None
         self._id_to_slot: dict[int, int] = {}
         self._map_cache: dict[int, Any] = {}
         self.overlays = Overlays(lambda: self.realm.state, self.config.MAP_BORDER, self.config.MAP_CENTER)
@@ -108,26 +118,12 @@ class Env(Outcomes, ParallelEnv):
         #: report achievement points in infos (``infos[agent]["achievement_points"]``) even when
         #: REWARD_ACHIEVEMENT is off; interfaces that read them (`RewardShaping`) turn it on
         self.report_achievements = False
+        #: infos hold numbers only (PettingZoo-to-tensor wrappers need that); True adds the reasons
+        #: for dropped sub-actions as strings under ``"invalid_action_details"``
+        self.info_details = info_details
+        #: also give lifetime metrics under the deprecated "episode" key (removed in the next release)
+        self.legacy_episode_key = True
         self._clear_points()
-
-    # ------------------------------------------------------------- spaces
-    def observation_space(self, agent: int) -> gymnasium.spaces.Dict:
-        """The same space object for every agent and every call."""
-        self._check_agent_id(agent)
-        if self._spaces is None:
-            self._spaces = (spaces.observation_space(self.config, len(self.possible_agents)),
-                            spaces.action_space(self.config))
-        return self._spaces[0]
-
-    def action_space(self, agent: int) -> gymnasium.spaces.Dict:
-        """The same space object for every agent and every call."""
-        self._check_agent_id(agent)
-        self.observation_space(agent)
-        return self._spaces[1]
-
-    def _check_agent_id(self, agent: Any) -> None:
-        if not (isinstance(agent, (int, np.integer)) and 1 <= agent <= len(self.possible_agents)):
-            raise ValueError(f"{agent!r} is not an agent id of this env (ints 1..{len(self.possible_agents)})")
 
     # -------------------------------------------------------------- reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:

@@ -245,8 +245,11 @@ class ObservationBuilder:
         out.move_mask[slots, :4] = movable & (not died)
         out.move_mask[slots, 4] = 1
         if died:
-            out.style_mask[slots] = 0
             out.target_mask[slots, : self.n_obs] = 0
+        # No sub-mask is ever all zeros (masked categoricals refuse one): with no target in reach,
+        # every style stays selectable and the no-op is the only target, so no attack happens.
+        idle = ~out.target_mask[slots, : self.n_obs].any(axis=1)
+        out.style_mask[slots[idle]] = 1
 
 
 class TileCodes:

@@ -11,6 +11,7 @@ achievement points / `nmmo.metrics.REWARD_SCALE` when REWARD_ACHIEVEMENT is on, 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,12 +67,56 @@ def mix_rewards(config: Config, values: np.ndarray, earned: np.ndarray | None, t
     return values
 
 
+#: Where an agent's lifetime metrics arrive in its infos when its life ends (death or horizon).
+LIFE_KEY = "life"
+#: The key they arrived under until 0.2, which SB3 and gymnasium's wrappers reserve for their own
+#: episode statistics (``{"r", "l", "t"}``): an alias of LIFE_KEY for one release, warning when read.
+LEGACY_LIFE_KEY = "episode"
+
+
+class Info(dict):
+    """One agent's infos: a plain dict, except that reading the deprecated ``"episode"`` key warns
+    (it is LIFE_KEY's alias, present only while ``env.legacy_episode_key`` is on)."""
+
+    def __getitem__(self, key):
+        if key == LEGACY_LIFE_KEY:
+            _warn_legacy_key()
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        if key == LEGACY_LIFE_KEY:
+            _warn_legacy_key()
+        return dict.get(self, key, default)
+
+
+def _warn_legacy_key() -> None:
+    warnings.warn(f'infos[agent]["{LEGACY_LIFE_KEY}"] is deprecated and goes in the next release: read '
+                  f'infos[agent]["{LIFE_KEY}"] (the same metrics; trainers such as SB3 reserve "episode"), or '
+                  "set env.legacy_episode_key = False to drop the alias now", DeprecationWarning, stacklevel=3)
+
+
+def problem_infos(problems: dict, details: bool) -> dict:
+    """What infos say about an agent's dropped sub-actions: numbers (how many were invalid, 1 when
+    an attack was out of reach), and with `details` the reasons as strings."""
+    notes = problems.get("invalid_actions") or []
+    reach = problems.get("attack_out_of_reach")
+    out: dict = {}
+    if notes:
+        out["invalid_actions"] = len(notes)
+    if reach:
+        out["attack_out_of_reach"] = 1
+    if details:
+        out["invalid_action_details"] = [*notes, *([reach] if reach else [])]
+    return out
+
+
 class Outcomes:
     """The accounting half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the
     env keeps: ``config``, ``realm``, ``n_slots``, ``done``, ``report_achievements``, the last
-    observations ``_obs``, the user hooks ``reward(agent_id)`` and ``log(agent_id)`` and whether
-    they are custom (``_custom_reward``, ``_custom_log``). It keeps the achievement ledgers
-    ``_points_paid`` and ``_points_owner`` (per slot; the fused engine copies them)."""
+    observations ``_obs``, the info switches ``info_details`` and ``legacy_episode_key``, the user
+    hooks ``reward(agent_id)`` and ``log(agent_id)`` and whether they are custom (``_custom_reward``,
+    ``_custom_log``). It keeps the achievement ledgers ``_points_paid`` and ``_points_owner`` (per
+    slot; the fused engine copies them)."""
 
     def _clear_points(self) -> None:
         """Empty achievement ledgers: at construction and at the start of every episode."""
@@ -109,10 +154,10 @@ class Outcomes:
         terminations = dict(zip(ids, is_dead.tolist(), strict=True))
         truncate = self.done
         truncations = dict(zip(ids, (~is_dead & truncate).tolist(), strict=True))
-        infos: dict[int, dict] = {aid: {} for aid in ids}
+        infos: dict[int, dict] = {aid: Info() for aid in ids}
         for aid, problems in invalid.items():
             if aid in infos:
-                infos[aid].update(problems)
+                infos[aid].update(problem_infos(problems, self.info_details))
         for i in np.flatnonzero(earned).tolist():
             infos[ids[i]]["achievement_points"] = int(earned[i])
         finished = slots if truncate else died
@@ -121,8 +166,9 @@ class Outcomes:
         return rewards, terminations, truncations, infos
 
     def _add_episode_infos(self, infos: dict, slots: np.ndarray) -> None:
-        """``infos[agent]["episode"]``: the lifetime metrics of the agents in `slots`, whose lives
-        ended this step, plus what `log` adds."""
+        """``infos[agent]["life"]``: the lifetime metrics of the agents in `slots`, whose lives
+        ended this step, plus what `log` adds (also under the deprecated "episode" while
+        ``legacy_episode_key`` is on)."""
         state = self.realm.state
         metrics = lifetime_metrics(state, slots)
         ids = state.entities.id[slots].tolist()
@@ -130,7 +176,10 @@ class Outcomes:
             episode = {name: values[i].item() for name, values in metrics.items()}
             if self._custom_log:
                 episode.update(self.log(aid))
-            infos.setdefault(aid, {})["episode"] = episode
+            info = infos.setdefault(aid, Info())
+            info[LIFE_KEY] = episode
+            if self.legacy_episode_key:
+                info[LEGACY_LIFE_KEY] = episode
 
     def _array_outcome(self, ids_before: np.ndarray, alive_before: np.ndarray, result: TickResult) -> BatchStep:
         """`step_arrays`' result, given each slot's agent id and liveness before the tick: which

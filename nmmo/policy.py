@@ -90,8 +90,11 @@ def spec_forms() -> str:
         f", {schemes}" if schemes else "")
 
 
-#: Schemes whose loaders read weights only (``torch.load(weights_only=True)``, `baselines.checkpoint`).
-DATA_SCHEMES = ("ckpt", "baseline")
+#: Schemes whose loaders read weights only (``torch.load(weights_only=True)``, `baselines.checkpoint`,
+#: and the trainer recipes' `nmmo.integrations.sb3`, `.torchrl` and `.pufferlib`).
+DATA_SCHEMES = ("ckpt", "baseline", "sb3", "torchrl", "pufferlib")
+#: Schemes whose argument is a file path (a submission's worker reads that file and nothing beside it).
+PATH_SCHEMES = ("ckpt", "sb3", "torchrl", "pufferlib")
 #: Shipped packages whose classes a file may name as ``PACKAGE:Class`` (the scripted bots).
 SHIPPED_MODULES = ("scripted",)
 
@@ -148,6 +151,13 @@ def load_policy_class(spec: str) -> type:
     return cls
 
 
+def syntax_error_line(err: SyntaxError, path: str) -> str:
+    """A syntax error in the user's file as one line: the file, the line, what Python expected, and
+    the offending code (not the importer's frames)."""
+    code = (err.text or "").strip()
+    return f"{path}:{err.lineno}: syntax error: {err.msg}" + (f": {code}" if code else "")
+
+
 def import_spec(spec: str, what: str = "object") -> Any:
     """The object a ``pkg.module:Name`` or ``path/to/file.py:Name`` string names; errors name the
     part that failed (`what` says what was being loaded: "policy", "env class", ...)."""
@@ -160,10 +170,15 @@ def import_spec(spec: str, what: str = "object") -> Any:
             raise ValueError(f"{what} file {where!r} does not exist")
         module_spec = importlib.util.spec_from_file_location(f"nmmo_{what.replace(' ', '_')}_{path.stem}", path)
         module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except SyntaxError as err:
+            raise ValueError(syntax_error_line(err, where)) from None
     else:
         try:
             module = importlib.import_module(where)
+        except SyntaxError as err:
+            raise ValueError(syntax_error_line(err, err.filename or where)) from None
         except ImportError as err:
             raise ValueError(f"cannot import {what} module {where!r}: {err}") from err
     if not hasattr(module, name):

@@ -13,7 +13,9 @@ def die_with_parent(parent: int | None = None) -> None:
     """Have the kernel SIGKILL this process when its parent dies (Linux's PR_SET_PDEATHSIG; a no-op
     elsewhere), and exit at once if the parent is already gone (`parent`: the pid it should be).
     Worker processes call it first thing: vector env workers, tournament episode pools and
-    submission workers."""
+    submission workers. A worker also ignores Ctrl-C (SIGINT reaches the whole foreground process
+    group): its parent decides, stops it and says what was kept, with no traceback per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: the parents still stop their workers on close

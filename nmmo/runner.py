@@ -19,10 +19,8 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
     `record` saves a replay there; `value_overlay` paints the policy's value estimates into a
     "value" overlay every tick: each tile's mean estimate over the run so far (`ValueMap`; the
     policy must expose `last_values`, as checkpoints do)."""
-    from tqdm import tqdm
-
     import nmmo
-    from nmmo.cli import progress_enabled
+    from nmmo import console
     from nmmo.overlays import ValueMap
     from nmmo.policy import load_policy_class
 
@@ -40,8 +38,9 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
     lifetimes: list[dict] = []
     step_time = 0.0
     agent_steps = 0
-    for _ in tqdm(range(ticks), desc=f"{policy_spec} on {config.name}", unit="tick",
-                  disable=progress_enabled(progress)):
+    bar = console.progress(total=ticks, desc=f"{policy_spec} on {config.name}", unit="tick", enabled=progress,
+                           min_interval=10.0)  # in a log: a line every 10 s, not one per tick
+    for _ in range(ticks):
         live = {a: o for a, o in obs.items() if a in env.agents}
         actions = policy.act(live)
         if value_overlay and live:
@@ -51,9 +50,11 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         obs, _, terminations, truncations, infos = env.step(actions)
         step_time += time.perf_counter() - start
         agent_steps += len(obs)
-        lifetimes += [info["episode"] for info in infos.values() if "episode" in info]
+        lifetimes += [info["life"] for info in infos.values() if "life" in info]
+        bar.update()
         if not env.agents:
             break
+    bar.close()
     # agents still alive at the end are reported as if the episode ended here
     if env.agents:
         lifetimes += list(env.metrics_now().values())

@@ -1,7 +1,7 @@
 """Runs the code in the documentation, so that the pages keep working as the code changes.
 
 What runs, page by page (`tests/test_docs.py` runs every page in `PAGES`: the tutorials, and the
-introduction pages index.md, install.md and concepts.md, and the interfaces guide):
+introduction pages index.md, install.md and concepts.md, the interfaces guide and the trainer pages):
 
 - Every fenced ``python`` block is executed. There is no marker to skip one: a snippet that must
   not run does not belong in a ``python`` fence (show it as ``text``, or describe it in prose).
@@ -50,7 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 #: Pages whose code runs: the tutorials and the hand-written introduction pages.
 PAGES = sorted([DOCS / "index.md", DOCS / "install.md", DOCS / "concepts.md", DOCS / "interfaces.md",
-                *(DOCS / "tutorials").glob("*.md")])
+                DOCS / "coming_from.md",
+                *(DOCS / "tutorials").glob("*.md"), *(DOCS / "trainers").glob("*.md")])
 
 RUN_MARKER = "<!-- run -->"
 FILE_MARKER = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->$")

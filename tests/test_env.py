@@ -112,7 +112,7 @@ def test_idle_agents_starve_on_their_14th_update():
             if done:
                 deaths[agent] = tick
                 assert rewards[agent] == -1.0
-                assert infos[agent]["episode"]["lifetime"] == tick
+                assert infos[agent]["life"]["lifetime"] == tick
     starving = [a for a, t in deaths.items() if t == 14]
     assert starving, deaths
     assert all(t >= 14 for t in deaths.values())
@@ -136,7 +136,7 @@ def test_respawned_agents_count_time_alive_from_their_first_observation():
             assert ob["Entity"][0, EntityAttr.TIME_ALIVE] == tick - first_seen[agent]
         for agent, done in terms.items():
             if done:
-                lifetimes[agent] = infos[agent]["episode"]["lifetime"]
+                lifetimes[agent] = infos[agent]["life"]["lifetime"]
                 assert lifetimes[agent] == tick - first_seen[agent], agent
     respawned_dead = [a for a in lifetimes if first_seen[a] > 0]
     assert respawned_dead and min(lifetimes[a] for a in respawned_dead) >= 14  # idle: starve at 14
@@ -168,10 +168,24 @@ def test_bad_actions():
     # out of range or masked sub-actions are dropped and reported; numpy scalars are fine
     _, _, _, _, infos = env.step({agent: {"Move": {"Direction": np.int64(7)},
                                           "Attack": {"Style": np.int8(0), "Target": 98}}})
-    problems = infos[agent]["invalid_actions"]
+    assert infos[agent]["invalid_actions"] == 2  # infos hold numbers by default
+    assert "invalid_action_details" not in infos[agent]
+    assert env.realm.state.tick == 1
+    env.info_details = True  # the reasons, as strings, on request
+    _, _, _, _, infos = env.step({agent: {"Move": {"Direction": np.int64(7)},
+                                          "Attack": {"Style": np.int8(0), "Target": 98}}})
+    problems = infos[agent]["invalid_action_details"]
     assert any("Move.Direction=7" in p for p in problems)
     assert any("Target=98" in p for p in problems)
-    assert env.realm.state.tick == 1
+
+
+def test_enum_members_are_action_indices():
+    env = nmmo.Env(AllSmall(), seed=0)
+    env.reset()
+    agent = env.agents[0]
+    _, _, _, _, infos = env.step({agent: {"Move": {"Direction": nmmo.Direction.STAY},
+                                          "Attack": {"Style": nmmo.Style.MELEE, "Target": env.n_obs}}})
+    assert "invalid_actions" not in infos[agent]
 
 
 def test_an_index_too_large_for_int64_is_a_value_error_naming_the_agent():
@@ -226,7 +240,7 @@ def test_an_attack_beyond_the_chosen_styles_reach_is_reported():
     assert found, "no agent had a Melee-valid style and a target 2+ tiles away in 200 ticks"
     agent, index = found
     _, _, _, _, infos = env.step({agent: {"Attack": {"Style": 0, "Target": index}}})
-    assert "beyond the style's reach" in infos[agent]["attack_out_of_reach"], infos[agent]
+    assert infos[agent]["attack_out_of_reach"] == 1, infos[agent]
     assert "invalid_actions" not in infos[agent]  # each head was a valid choice: no mask was ignored
 
 
@@ -305,7 +319,7 @@ def test_episode_infos_and_log_hook_at_horizon():
     for _ in range(5):
         _, _, terms, truncs, infos = env.step({})
     assert all(truncs.values()) and not any(terms.values()) and env.agents == []
-    episode = next(iter(infos.values()))["episode"]
+    episode = next(iter(infos.values()))["life"]
     assert set(episode) >= {"lifetime", "player_kills", "equipment", "explore", "forage", "achievement",
                             "my_scalar"}
     assert episode["lifetime"] == 5 and episode["forage"] == 10.0

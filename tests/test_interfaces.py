@@ -225,7 +225,7 @@ def test_reward_shaping_is_the_weighted_sum_on_a_hand_built_case():
     out = shaping.outcome(Outcome({}, {}, {}, {7: {}, 8: {}}, [7, 8]), first)  # a reset: nothing to reward yet
     assert out.rewards == {}
     second = {7: own_row(health=8, food=24, melee=2), 8: own_row(health=0, food=4, melee=1)}
-    infos = {7: {}, 8: {"episode": {"achievement": 30, "explore": 4, "lifetime": 99}}}
+    infos = {7: {}, 8: {"life": {"achievement": 30, "explore": 4, "lifetime": 99}}}
     out = shaping.outcome(Outcome({7: 0.0, 8: -1.0}, {7: False, 8: True}, {7: False, 8: False}, infos, [7]), second)
     assert out.rewards[7] == pytest.approx(3.0 * 0 + 0.5 * -2 - 0.25 * 4 + 2.0 * 1)
     assert out.rewards[8] == pytest.approx(3.0 * -1 + 0.5 * -5 - 0.25 * -1 + 0.1 * 30 + 1.0 * 4)

@@ -92,3 +92,13 @@ def test_league_load_checks_every_member_before_importing_any(tmp_path, monkeypa
     assert (tmp_path / "file_ran").exists() and (tmp_path / "module_ran").exists()
     resumable_run(tmp_path, data_specs)  # data and shipped code need no leave
     assert [m.spec for m in League.load(tmp_path).members] == data_specs
+
+
+def test_a_syntax_error_in_a_policy_file_names_the_file_and_line(tmp_path):
+    from nmmo.policy import load_policy_class
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("class Agent:\n    def __init__(self, config)\n        pass\n")
+    with pytest.raises(ValueError) as caught:
+        load_policy_class(f"{bad}:Agent")
+    assert str(caught.value) == f"{bad}:2: syntax error: expected ':': def __init__(self, config)"

@@ -113,6 +113,11 @@ def _common(parser: argparse.ArgumentParser, name: str, config: str, steps: int,
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def _interrupted(args: argparse.Namespace, resume: str) -> str:
+    return (f"stopped; finished runs are kept in {args.out}/ and the run in progress at its last checkpoint; "
+            f"continue with: {resume}")
+
+
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     """`nmmo experiment population`, `maps` and `progression`."""
     group = command_group(subparsers, "experiment", "the paper's experiments as commands")
@@ -124,14 +129,14 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     pop.add_argument("--caps", nargs="+", type=int, default=list(population.CAPS), help="training population caps")
     pop.add_argument("--test-cap", type=int, default=population.TEST_CAP, help="the common test cap every checkpoint "
                      "is also evaluated at")
-    pop.set_defaults(func=_cmd_population)
+    pop.set_defaults(func=_cmd_population, interrupted=_interrupted)
     pools = add_command(group, "maps", "the paper's map-pool experiment (Table 2, Fig. 6): train on pools of "
                         "1 / 32 / 256 / 16384 maps, evaluate on held-out maps against the training maps each run "
                         f"saw, and count them. {recipe}")
     _common(pools, "maps", maps.CONFIG, maps.DEFAULT_STEPS, maps.SEEDS, maps.EVAL_EPISODES)
     pools.add_argument("--maps", nargs="+", type=int, default=list(maps.POOLS), help="training map pool sizes (MAP_N)")
-    pools.set_defaults(func=_cmd_maps)
+    pools.set_defaults(func=_cmd_maps, interrupted=_interrupted)
     prog = add_command(group, "progression", "the paper's skill-progression experiment (Fig. 4): train on small "
                        f"maps and follow the metric curves over training. {recipe}")
     _common(prog, "progression", progression.CONFIG, progression.DEFAULT_STEPS, progression.SEEDS, 0)
-    prog.set_defaults(func=_cmd_progression)
+    prog.set_defaults(func=_cmd_progression, interrupted=_interrupted)

@@ -39,7 +39,7 @@ from baselines.args import PRESETS, Args
 from evaluation.episode import episode_seeds, policy_seed, with_horizon
 from evaluation.metrics import METRICS, lifetime_matrix, lifetimes_from_infos
 from nmmo import config as config_module
-from nmmo.cli import progress_enabled
+from nmmo import console
 from nmmo.config import Config
 from nmmo.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -241,7 +241,6 @@ def evaluate_checkpoint(config: Config, checkpoint: str, map_seeds: Sequence[int
     pooled metrics with 95 % bootstrap intervals over episodes, each episode's sums and counts,
     and with `visits` the visit heatmap pooled over the episodes (`pooled_heatmap`)."""
     import torch
-    from tqdm import tqdm
 
     from baselines.policy import CheckpointPolicy
 
@@ -249,12 +248,16 @@ def evaluate_checkpoint(config: Config, checkpoint: str, map_seeds: Sequence[int
     policy = CheckpointPolicy(config, path=checkpoint)
     seeds = episode_seeds(budget.eval_seed, len(map_seeds))
     episodes, heat = [], None
-    for seed, map_seed in tqdm(list(zip(seeds, map_seeds, strict=True)), desc=desc, unit="episode", leave=False,
-                               disable=progress_enabled(budget.progress)):
+    # an inner loop of a run: a terminal shows its bar, a log only the runs' lines
+    shown = budget.progress and console.is_terminal()
+    episodes_bar = console.progress(total=len(seeds), desc=desc, unit="episode", enabled=shown)
+    for seed, map_seed in zip(seeds, map_seeds, strict=True):
         matrix, tiles = play_episode(config, policy, seed, int(map_seed))
         episodes.append({"seed": seed, "map_seed": int(map_seed), "count": len(matrix),
                          "sums": {m: float(matrix[:, j].sum()) for j, m in enumerate(METRICS)}})
         heat = tiles if heat is None else heat + tiles
+        episodes_bar.update()
+    episodes_bar.close()
     out: dict[str, Any] = {"config": config.name, "population_cap": config.PLAYER_N, "ticks": config.HORIZON,
                            "metrics": pooled_metrics(episodes, budget.eval_seed), "episodes": episodes}
     if visits and heat is not None:
@@ -405,16 +408,14 @@ def run_all(experiment: str, runs: list[Run], budget: Budget, out: Path, setting
             on_run: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train and evaluate every run not finished yet, saving the results file after each one;
     returns the results (``runs``: key -> entry), ready for the experiment's summary."""
-    from tqdm import tqdm
-
     path = out / f"{experiment}.json"
     settings = {**settings, **budget.settings()}
     done = previous_runs(path, settings) if resume else {}
     results = {"format": FORMAT, "version": FORMAT_VERSION, "experiment": experiment, "settings": settings,
                "seeds": sorted({run.seed for run in runs}), "reward": reward_recipe(), "trainer": recipe_args(),
                "command": command, "versions": versions(), "runs": done}
-    with tqdm(total=len(runs), initial=sum(r.key in done for r in runs), desc=experiment, unit="run",
-              disable=progress_enabled(budget.progress)) as bar:
+    with console.progress(total=len(runs), initial=sum(r.key in done for r in runs), desc=experiment, unit="run",
+                          enabled=budget.progress) as bar:
         for run in runs:
             if run.key in done:
                 continue

@@ -139,7 +139,8 @@ def verdict(rows: list[dict], test_cap: int) -> list[str]:
                        f"{rows[0]['cap']} and {rows[-1]['cap']} overlap: the paper's direction within noise "
                        f"({values}).")
         else:
-            out.append(f"Explore at {label} does not grow with the training cap at this budget ({values}).")
+            out.append(f"Explore at {label} does not rise step by step from each cap to the next at this budget "
+                       f"({values}): the paper's monotone growth is not reproduced.")
     smaller = [r for r in rows if r["cap"] < test_cap]
     if smaller:
         drops = [f"cap {r['cap']}: {r['lifetime_train_cap']['mean']:.1f} -> {r['lifetime_test_cap']['mean']:.1f}"

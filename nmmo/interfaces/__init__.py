@@ -25,7 +25,9 @@ Shipped transforms: `Flatten` (one fixed-length float vector), `ActionMask` (the
 PettingZoo's ``"action_mask"`` key), `RewardShaping` (weighted metric changes added to the reward),
 `TeamSpirit` (alpha * team mean + (1 - alpha) * own reward), `Augment` (one of the 8
 rotations/flips of the map per episode, consistent for tiles, positions, move directions and masks,
-and exactly invertible) and `Team` (what `combine` builds).
+and exactly invertible), `Team` (what `combine` builds), and the forms trainers need
+(`nmmo.interfaces.slots`): `Slots` (a fixed set of seats that lives to the horizon under
+respawn), `FlatActions` (MultiDiscrete actions with one flat mask) and `AgentNames` (string keys).
 
 An interface instance holds per-episode state (the drawn rotation, team seats, last metric
 values): give each env or agent its own, e.g. from a ``make_interface(config)`` function.
@@ -35,11 +37,17 @@ from nmmo.interfaces.augment import Augment, dihedral_inverse, dihedral_matrix
 from nmmo.interfaces.base import MASK_KEY, TARGETS_KEY, Interface, Outcome, Stack, stack
 from nmmo.interfaces.flatten import ActionMask, Flatten
 from nmmo.interfaces.rewards import EPISODE_METRICS, INFO_METRICS, STEP_METRICS, RewardShaping, TeamSpirit
+from nmmo.interfaces.slots import SLOT_INFO_KEYS, AgentNames, FlatActions, Slots, slots
 from nmmo.interfaces.team import Team, combine
 from nmmo.interfaces.wrappers import InterfaceAgent, InterfaceEnv, agent_class
 
 __all__ = [
     "EPISODE_METRICS",
+    "SLOT_INFO_KEYS",
+    "AgentNames",
+    "FlatActions",
+    "Slots",
+    "slots",
     "INFO_METRICS",
     "MASK_KEY",
     "STEP_METRICS",

@@ -13,7 +13,7 @@ from nmmo.interfaces.base import Interface, Outcome, _require_raw
 from nmmo.metrics import METRICS
 from nmmo.rules import team_spirit
 
-#: Names of the per-lifetime metrics `RewardShaping` can weight (they arrive in infos["episode"]).
+#: Names of the per-lifetime metrics `RewardShaping` can weight (they arrive in infos["life"]).
 EPISODE_METRICS = METRICS
 #: Names of the own-row Entity columns `RewardShaping` can weight (their change per step).
 STEP_METRICS = tuple(attr.name.lower() for attr in EntityAttr)
@@ -33,7 +33,7 @@ class RewardShaping(Interface):
     - ``INFO_METRICS`` ("achievement_points"): a value the env reports in ``infos[agent]`` on
       the step it happens (achievement points reached that step; each tier once per agent).
     - ``EPISODE_METRICS`` ("achievement", "explore", ...): the lifetime value, once, on the step
-      its ``infos[agent]["episode"]`` arrives (death or the horizon).
+      its ``infos[agent]["life"]`` arrives (death or the horizon).
 
     ``RewardShaping({"achievement_points": 1 / 15})`` pays achievements as they are earned, as the
     REWARD_ACHIEVEMENT config key does inside the env.
@@ -71,7 +71,7 @@ class RewardShaping(Interface):
         if not isinstance(info, Mapping):
             return 0.0
         value = sum(w * float(info.get(name, 0)) for name, w in self._info_weights.items())
-        episode = info.get("episode")
+        episode = info.get("life")
         if not episode or not self._episode_weights:
             return value
         return value + sum(w * float(episode[name]) for name, w in self._episode_weights.items())

@@ -80,6 +80,15 @@ class InterfaceEnv(ParallelEnv):
             self._spaces[kind] = transform(raw)
         return self._spaces[kind]
 
+    @property
+    def state_space(self) -> spaces.Space:
+        """The raw env's global state space (the state is the world's, whatever the interface)."""
+        return self.env.unwrapped.state_space
+
+    def state(self) -> Any:
+        """The raw env's global state (`nmmo.Env.state`), for centralized critics."""
+        return self.env.unwrapped.state()
+
     def render(self) -> Any:
         return self.env.render()
 

@@ -25,7 +25,7 @@ def config_path(tmp_path):
 def test_eval_prints_the_metric_table_and_saves(tmp_path, config_path, capsys):
     out = tmp_path / "eval"
     code = main(["eval", "--config", config_path, "--policy", "scripted:Forage", "--ticks", "5", "--episodes", "2",
-                 "--workers", "0", "--quiet", "--out", str(out)])
+                 "--workers", "0", "--out", str(out)])
     text = capsys.readouterr().out
     assert code == 0
     for label in ("Lifetime", "Achievement", "Player Kills", "Equipment", "Explore", "Forage", "lifetimes"):
@@ -40,7 +40,7 @@ def test_tournament_prints_leaderboard_history_and_faults(tmp_path, config_path,
     out = tmp_path / "tour"
     code = main(["tournament", "--config", config_path, "--policies", spec, "scripted:Meander", "--episodes", "2",
                  "--ticks", "4", "--workers", "1", "--time-budget", "2", "--metric", "lifetime", "--seed", "3",
-                 "--quiet", "--out", str(out)])
+                 "--out", str(out)])
     text = capsys.readouterr().out
     assert code == 0
     assert "Leaderboard" in text and "SR after each episode" in text and "SR 1500 = Combat" in text
@@ -56,17 +56,28 @@ def test_tournament_output_reads_at_100_columns(tmp_path, config_path, capsys):
     specs = [write_policy(tmp_path, "an_agent_with_a_rather_long_file_name", CRASHING), "scripted:ForageNoExplore",
              "scripted:CombatNoExplore", "scripted:Meander", "random", "idle"]
     assert main(["tournament", "--config", config_path, "--policies", *specs, "--episodes", "2", "--ticks", "4",
-                 "--workers", "0", "--quiet", "--out", str(tmp_path / "tour")]) == 0
+                 "--workers", "0", "--out", str(tmp_path / "tour")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any("Leaderboard" in line for line in lines) and any("Metrics" in line for line in lines)
     tables = [line for line in lines if set(line) & set("┃│┏┡└━") or "Leaderboard" in line or "episode(s) of" in line]
     assert len(tables) > 20 and max(len(line) for line in tables) <= 100, [line for line in tables if len(line) > 100]
 
 
+def test_quiet_prints_the_result_paths_and_faults_only(tmp_path, config_path, capsys):
+    spec = write_policy(tmp_path, "crashy", CRASHING)
+    out = tmp_path / "tour"
+    assert main(["tournament", "--config", config_path, "--policies", spec, "idle", "--episodes", "2", "--ticks", "4",
+                 "--workers", "0", "--quiet", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "results: " + ", ".join(str(out / name) for name in
+                                                ("results.json", "leaderboard.csv", "episodes.csv", "payoff.csv"))
+    assert lines[:-1] and all("boom on an even call" in line for line in lines[:-1])  # the faults, nothing else
+
+
 def test_all_way_ties_are_reported(tmp_path, config_path, capsys):
     # 3 ticks: nobody earns a point or dies, so every policy scores the same in every episode
     assert main(["tournament", "--config", config_path, "--policies", "idle", "scripted:Meander", "--episodes", "2",
-                 "--ticks", "3", "--workers", "0", "--quiet", "--out", str(tmp_path / "tour")]) == 0
+                 "--ticks", "3", "--workers", "0", "--out", str(tmp_path / "tour")]) == 0
     assert "2 of 2 episode(s) were all-way ties" in capsys.readouterr().out
     saved = json.loads((tmp_path / "tour" / "results.json").read_text())
     assert all(set(entry["ranks"].values()) == {0} for entry in saved["episodes"])  # draws, not a lottery

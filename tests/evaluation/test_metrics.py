@@ -54,7 +54,7 @@ def test_aggregate_by_policy_groups_rows_and_keeps_empty_policies():
 
 
 def test_lifetimes_from_infos_takes_only_finished_agents():
-    infos = {1: {}, 2: {"episode": life(3)}, 3: {"invalid_actions": ["x"]}, 4: {"episode": life(9)}}
+    infos = {1: {}, 2: {"life": life(3)}, 3: {"invalid_actions": 1}, 4: {"life": life(9)}}
     assert lifetimes_from_infos(infos) == {2: life(3), 4: life(9)}
 
 

@@ -98,7 +98,7 @@ def test_cli_ray_flag_then_resume_locally(ray_session, tmp_path, capsys):
 
     config = tmp_path / "tiny.toml"
     config.write_text(CONFIG)
-    common = ["tournament", "--config", str(config), "--policies", "random", "--ticks", "8", "--quiet",
+    common = ["tournament", "--config", str(config), "--policies", "random", "--ticks", "8",
               "--out", str(tmp_path / "out")]
     assert main([*common, "--episodes", "2", "--ray", "--workers", "2"]) == 0
     assert main([*common, "--episodes", "3", "--resume", "--workers", "0"]) == 0

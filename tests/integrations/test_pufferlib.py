@@ -1,0 +1,124 @@
+"""PufferLib (pufferlib-core 3.0.19): its PettingZoo emulation and vector envs on the trainer form,
+and the PPO loop of `nmmo.integrations.pufferlib`."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pufferlib")
+torch = pytest.importorskip("torch")
+
+import pufferlib  # noqa: E402
+
+import nmmo  # noqa: E402
+from nmmo.integrations import pufferlib as puffer  # noqa: E402
+
+CONFIG = nmmo.config.resolve("trainers_small")
+SEATS = CONFIG.PLAYER_N
+
+
+def masks_of(vecenv, obs: np.ndarray) -> np.ndarray:
+    """The action masks inside PufferLib's packed observation bytes."""
+    return np.asarray(obs).view(vecenv.driver_env.obs_dtype)["action_mask"].reshape(len(obs), -1)
+
+
+def test_serial_vector_env_runs_masked_random_actions_and_aggregates_infos():
+    vecenv = puffer.vec_env(2, CONFIG, backend="Serial", seed=7)
+    assert vecenv.num_agents == 2 * SEATS
+    space = vecenv.single_action_space
+    space.seed(0)
+    obs, _ = vecenv.reset(seed=7)
+    assert puffer.episode_seeds(vecenv) == [7, 8]  # each copy its own seed
+    copies = np.asarray(obs).reshape(2, SEATS, -1)
+    assert not np.array_equal(copies[0], copies[1])
+
+    stats, agent_steps, truncated_at = defaultdict(list), 0, []
+    for step in range(150):  # 2400 agent-steps, through the horizon (128) and PufferLib's auto-reset
+        actions = np.stack([space.sample(mask=m) for m in masks_of(vecenv, obs)]).astype(np.int32)
+        obs, rewards, terminals, truncations, infos = vecenv.step(actions)
+        agent_steps += len(actions)
+        assert np.isfinite(rewards).all() and not terminals.any()  # respawn: seats never terminate
+        if truncations.all():
+            truncated_at.append(step)
+        for key, values in puffer.info_numbers(infos).items():
+            stats[key].extend(values)
+        # PufferLib's own averaging (Serial does it on every send; pufferl logs the unrolled means)
+        for info in infos:
+            for key, value in pufferlib.unroll_nested_dict(info):
+                assert math.isfinite(float(np.mean(value))), key
+    vecenv.close()
+
+    assert agent_steps >= 2400
+    # every seat of both copies truncated together at the horizon, once (a tick with nobody alive
+    # passes without a step, so the step count can fall short of HORIZON)
+    assert len(truncated_at) == 1 and truncated_at[0] < CONFIG.HORIZON
+    seeds = puffer.episode_seeds(vecenv)
+    assert seeds[0] != seeds[1] and not set(seeds) & {7, 8}  # the auto-reset drew fresh, distinct episodes
+    assert sum(stats.get("invalid_actions", [])) == 0  # the masks survived the emulation and were respected
+    # sparse infos: lifetime numbers only for lives that ended, so their means are means over lives
+    assert stats["life_ended"] and set(stats["life_ended"]) == {1.0}
+    assert len(stats["life_lifetime"]) == len(stats["life_ended"])
+    assert all(1 <= lifetime <= CONFIG.HORIZON for lifetime in stats["life_lifetime"])
+
+
+def test_unmasked_random_actions_are_reported_invalid():
+    """The control for the zero count above: sampling without the mask gives invalid actions."""
+    vecenv = puffer.vec_env(1, CONFIG, backend="Serial", seed=3)
+    vecenv.reset(seed=3)
+    space, invalid = vecenv.single_action_space, 0
+    space.seed(0)
+    for _ in range(5):
+        *_, infos = vecenv.step(np.stack([space.sample() for _ in range(SEATS)]).astype(np.int32))
+        invalid += sum(puffer.info_numbers(infos).get("invalid_actions", []))
+    vecenv.close()
+    assert invalid > 0
+
+
+def test_multiprocessing_copies_get_their_own_seeds():
+    """Two workers with two copies each: without `seed_offset` copies 1 and 2 would share a seed."""
+    serial = puffer.vec_env(4, CONFIG, backend="Serial", seed=5)
+    serial.async_reset(5)
+    expected = np.array(serial.recv()[0]).reshape(4, SEATS, -1)
+    serial.close()
+    multi = puffer.vec_env(4, CONFIG, backend="Multiprocessing", seed=5, num_workers=2, overwork=True)
+    try:
+        multi.async_reset(5)
+        got = np.array(multi.recv()[0]).reshape(4, SEATS, -1)
+    finally:
+        multi.close()
+    assert np.array_equal(got, expected)
+    assert len({copy.tobytes() for copy in got}) == 4
+
+
+def test_train_tiny_budget_returns_sane_numbers_and_a_playable_checkpoint(tmp_path):
+    threads, rng_state = torch.get_num_threads(), torch.get_rng_state()
+    result = puffer.train(CONFIG, agent_steps=512, seed=0, out=tmp_path, settings=puffer.PPOSettings(steps=16))
+    assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng_state)
+    assert 512 <= result["agent_steps"] <= 512 + 16 * 2 * SEATS  # whole rollouts of 16 steps x 16 seats
+    assert result["seconds"] > 0
+    assert result["agent_steps_per_s"] == pytest.approx(result["agent_steps"] / result["seconds"])
+    max_entropy = sum(math.log(n) for n in (5, 3, CONFIG.PLAYER_N_OBS + 1))
+    assert 0 < result["entropy"] <= max_entropy
+    assert all(math.isfinite(result[key]) for key in ("policy_loss", "value_loss"))
+
+    cls = puffer.policy_class(result["checkpoint"])
+    agent = cls(CONFIG)
+    agent.reset(0)
+    env = nmmo.Env(CONFIG, seed=1)
+    obs, _ = env.reset()
+    for _ in range(5):
+        actions = agent.act(obs)
+        assert set(actions) == set(obs)
+        obs, _, _, _, infos = env.step(actions)
+        assert not any(info.get("invalid_actions") for info in infos.values())
+
+
+def test_policy_class_refuses_other_files(tmp_path):
+    path = tmp_path / "other.pt"
+    torch.save({"model": {}}, path)
+    with pytest.raises(ValueError, match="not a checkpoint"):
+        puffer.policy_class(str(path))

@@ -1,0 +1,151 @@
+"""TorchRL on the trainer form: TorchRL's PettingZooWrapper, a collector, a PPO step, and the saved
+actor playing the raw env as ``torchrl:PATH``."""
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("torchrl", reason="the TorchRL tests need the [torchrl] extra")
+
+from torchrl.collectors import Collector  # noqa: E402
+from torchrl.envs.utils import check_env_specs  # noqa: E402
+
+import nmmo  # noqa: E402
+from nmmo.actions import flat_action_sizes  # noqa: E402
+from nmmo.config import resolve  # noqa: E402
+from nmmo.integrations import torchrl as trl  # noqa: E402
+from nmmo.interfaces import SLOT_INFO_KEYS  # noqa: E402
+from nmmo.policy import load_policy_class  # noqa: E402
+
+CONFIG = "trainers_small"
+FRAMES = 256  # env steps: 2048 agent-steps, two episodes of 128 ticks
+
+
+@pytest.fixture(scope="module")
+def config():
+    return resolve(CONFIG)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small networks: one thread is faster on 2 cores
+    torch.manual_seed(0)
+    wrapped = trl.env(CONFIG, seed=0)
+    actor, critic, net = trl.make_modules(wrapped, hidden=64, layers=1)
+    yield wrapped, actor, critic, net
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def batch(setup):
+    wrapped, actor, _, _ = setup
+    collector = Collector(wrapped, actor, frames_per_batch=FRAMES, total_frames=FRAMES,
+                          auto_register_policy_transforms=False)
+    data = next(iter(collector))
+    collector.shutdown()
+    return data
+
+
+def test_wrapper_groups_seats_and_passes_check_env_specs(setup, config):
+    wrapped = setup[0]
+    assert wrapped.group_map == {"player": [f"player_{i}" for i in range(config.PLAYER_N)]}
+    spec = wrapped.observation_spec
+    assert spec[trl.OBS].shape[0] == config.PLAYER_N
+    assert spec[trl.ACTION_MASK].shape == (config.PLAYER_N, sum(flat_action_sizes(config)))
+    assert spec[trl.STATE].shape == wrapped.state_space.shape  # the centralized critic's input
+    assert set(spec["player", "info"].keys()) == set(SLOT_INFO_KEYS)
+    action = wrapped.full_action_spec[trl.ACTION]
+    assert action.nvec[0].tolist() == list(flat_action_sizes(config))
+    check_env_specs(wrapped, seed=0)
+
+
+def test_collector_runs_through_respawn_to_the_horizon(setup, batch, config):
+    assert batch.numel() * config.PLAYER_N >= 2000
+    done = batch["next", "done"].squeeze(-1).nonzero().flatten().tolist()
+    assert done == [config.HORIZON - 1, 2 * config.HORIZON - 1]  # not at the first death
+    info = batch["next", "player", "info"]
+    assert info["died"].sum() > 0
+    assert len(info["agent_id"].unique()) > config.PLAYER_N  # respawned ids kept their seats
+    assert batch["player", "mask"].all()  # with respawn every seat stays in the episode
+    assert batch["state"].shape == (FRAMES, *setup[0].state_space.shape)
+    assert all(v.dtype == torch.float32 for v in info.values())
+
+
+def test_policy_actions_respect_the_mask_and_the_env_reports_none_invalid(batch):
+    mask, action = batch[trl.ACTION_MASK], batch[trl.ACTION]
+    parts = mask.split([5, 3, mask.shape[-1] - 8], dim=-1)
+    for i, part in enumerate(parts):
+        assert part.any(-1).all(), f"part {i} of some mask is all zero"
+        assert part.gather(-1, action[..., i:i + 1]).all()
+    assert batch["next", "player", "info", "invalid_actions"].sum() == 0
+    assert torch.isfinite(batch[trl.LOG_PROB]).all()
+
+
+def test_one_ppo_step_changes_actor_and_critic(setup, batch, config):
+    _, actor, critic, _ = setup
+    loss = trl.make_loss(actor, critic, centralized=True)
+    data = batch.clone()
+    with torch.no_grad():
+        loss.value_estimator(data, params=loss.critic_network_params, target_params=loss.target_critic_network_params)
+    assert data["advantage"].shape == (FRAMES, config.PLAYER_N, 1)
+    before = [p.detach().clone() for p in loss.parameters()]
+    parts = loss(data)
+    total = parts["loss_objective"] + parts["loss_critic"] + parts["loss_entropy"]
+    assert torch.isfinite(total)
+    optim = torch.optim.Adam(loss.parameters(), lr=1e-3)
+    total.backward()
+    optim.step()
+    changed = [not torch.equal(b, p) for b, p in zip(before, loss.parameters(), strict=True)]
+    assert all(changed)
+
+
+def test_saved_actor_plays_the_raw_env_as_torchrl_spec(setup, config, tmp_path):
+    path = trl.save_weights(setup[3], tmp_path / "policy.pt")
+    cls = load_policy_class(f"torchrl:{path}")
+    env = nmmo.Env(config, seed=3)
+    obs, _ = env.reset(seed=3)
+    a, b = cls(config), cls(config)
+    a.reset(seed=5)
+    b.reset(seed=5)
+    invalid = 0
+    for _ in range(48):
+        actions = a.act(obs)
+        assert set(actions) == set(obs)
+        replay = b.act(obs)  # the same seed draws the same actions
+        assert all(actions[k] == replay[k] for k in actions)
+        obs, _, _, _, infos = env.step(actions)
+        invalid += sum(int(info.get("invalid_actions", 0)) for info in infos.values())
+    assert invalid == 0
+    greedy = trl.policy_class(str(path), greedy=True)(config)
+    assert set(greedy.act(obs)) == set(obs)
+    with pytest.raises(ValueError, match="PLAYER_N_OBS"):  # weights for another action layout
+        cls(resolve(CONFIG).set("PLAYER_N_OBS", 8))
+
+
+def test_train_writes_weights_that_load(tmp_path):
+    settings = trl.PPOSettings(frames_per_batch=16, minibatch=8, epochs=1, hidden=32, layers=1)
+    threads = torch.get_num_threads()
+    result = trl.train(CONFIG, agent_steps=128, out=tmp_path, settings=settings)
+    assert torch.get_num_threads() == threads  # restored
+    assert result["agent_steps"] == 128 and result["agent_steps_per_s"] > 0
+    net = trl.load_weights(tmp_path / "policy.pt")
+    assert net.arch["hidden"] == 32
+    saved = torch.load(tmp_path / "policy.pt", weights_only=True)
+    assert saved["agent_steps"] == 128
+
+
+def test_bad_files_are_refused(tmp_path):
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"not a torch file")
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weight": torch.zeros(3)}, foreign)
+    pickled = tmp_path / "pickled.pt"
+    torch.save({"format": trl.FORMAT, "obj": np.random.default_rng(0)}, pickled)
+    broken = tmp_path / "broken.pt"
+    torch.save({"format": trl.FORMAT, "arch": {"obs_dim": 4, "nvec": [5, 3, 17], "hidden": 8, "layers": 1},
+                "state_dict": {}}, broken)
+    for path, reason in [(tmp_path / "missing.pt", "no weights file"), (garbage, "weights_only"),
+                         (foreign, "no format"), (pickled, "weights_only"), (broken, "do not fit")]:
+        with pytest.raises(ValueError, match=reason):
+            load_policy_class(f"torchrl:{path}")
