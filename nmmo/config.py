@@ -12,7 +12,7 @@ system are prefixed by its name (``RESOURCE_``, ``COMBAT_``, ``PROGRESSION_``, `
 settable when that system is on. Capacities (map size, populations, observation rows) live in the
 base class and the presets; rules (damage, regeneration, XP rates) live in the mixins.
 
-Canonical tasks are TOML files in ``configs/`` (shipped inside the wheel as ``nmmo.configs``) and
+Canonical tasks are TOML files in ``nmmo/configs/`` (``configs/`` at the top of the checkout links there) and
 load with `load`, by name (``"small_maps"``) or by path.
 """
 

@@ -1,0 +1,1 @@
+"""The shipped baselines' weights (data, read with a weights-only loader)."""
