@@ -132,7 +132,7 @@ def _cmd_table1(args: argparse.Namespace) -> int:
                          progress=not args.quiet, time_budget=args.time_budget, limits=limits_from(args),
                          **ray_options(args))
     console = wide_console()
-    for table in table1_tables(results):
+    for table in table1_tables(results) if not args.quiet else ():
         console.print(table)
     console.print(f"results: {args.out / 'table1.json'}, {args.out / 'table1.png'}", highlight=False, markup=False)
     return 0

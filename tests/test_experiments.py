@@ -38,7 +38,7 @@ PLAYER_N_OBS = 8
 NPC_N = 4
 HORIZON = 32
 """
-TINY = ["--steps", "100", "--eval-ticks", "8", "--quiet"]
+TINY = ["--steps", "100", "--eval-ticks", "8"]
 
 
 def write(tmp_path, text):
@@ -131,7 +131,7 @@ def test_maps_experiment_counts_the_maps_each_run_saw(tmp_path, capsys):
 def test_progression_experiment_summarizes_the_curves(tmp_path, capsys):
     out = tmp_path / "progression"
     assert main(["experiment", "progression", "--config", write(tmp_path, ALL_SYSTEMS), "--rows", "16",
-                 "--out", str(out), "--steps", "900", "--eval-episodes", "1", "--eval-ticks", "8", "--quiet"]) == 0
+                 "--out", str(out), "--steps", "900", "--eval-episodes", "1", "--eval-ticks", "8"]) == 0
     assert "Skill progression" in capsys.readouterr().out
     saved = check_results(out / "progression.json", "progression", ["seed0"])
     assert len(saved["runs"]["seed0"]["history"]) >= 2

@@ -51,14 +51,15 @@ def _seeds(args: argparse.Namespace) -> tuple[int, ...]:
     return tuple(args.seeds)
 
 
-def _report(results: dict[str, Any], table: Callable[[dict], Any], out: Path, name: str) -> int:
+def _report(results: dict[str, Any], table: Callable[[dict], Any], out: Path, name: str, quiet: bool = False) -> int:
     from evaluation.tables import wide_console
 
     console = wide_console()
-    console.print(table(results))
-    for line in results["summary"]["verdict"]:
-        console.print(f"- {line}", highlight=False, markup=False)
-    console.print(f"reward: {results['reward']}", highlight=False, markup=False)
+    if not quiet:
+        console.print(table(results))
+        for line in results["summary"]["verdict"]:
+            console.print(f"- {line}", highlight=False, markup=False)
+        console.print(f"reward: {results['reward']}", highlight=False, markup=False)
     console.print(f"results: {out / f'{name}.json'}, {out / f'{name}.png'}; checkpoints under {out / 'runs'}",
                   highlight=False, markup=False)
     return 0
@@ -67,19 +68,19 @@ def _report(results: dict[str, Any], table: Callable[[dict], Any], out: Path, na
 def _cmd_population(args: argparse.Namespace) -> int:
     results = population.run_population(args.config, tuple(args.caps), _seeds(args), args.test_cap, budget_from(args),
                                         args.out, args.resume, command_line(args))
-    return _report(results, population.table, args.out, "population")
+    return _report(results, population.table, args.out, "population", args.quiet)
 
 
 def _cmd_maps(args: argparse.Namespace) -> int:
     results = maps.run_maps(args.config, tuple(args.maps), _seeds(args), budget_from(args), args.out, args.resume,
                             command_line(args))
-    return _report(results, maps.table, args.out, "maps")
+    return _report(results, maps.table, args.out, "maps", args.quiet)
 
 
 def _cmd_progression(args: argparse.Namespace) -> int:
     results = progression.run_progression(args.config, _seeds(args), budget_from(args), args.out, args.resume,
                                           command_line(args))
-    return _report(results, progression.table, args.out, "progression")
+    return _report(results, progression.table, args.out, "progression", args.quiet)
 
 
 def _common(parser: argparse.ArgumentParser, name: str, config: str, steps: int, seeds: tuple[int, ...],
@@ -110,7 +111,7 @@ def _common(parser: argparse.ArgumentParser, name: str, config: str, steps: int,
                         "and runs/KEY/ (each run's checkpoint, logs, curves and map cache) go here")
     parser.add_argument("--resume", action="store_true", help=f"skip the runs already in OUT/{name}.json and "
                         "continue an interrupted run from its checkpoint")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true", help="no progress and no tables: only the paths of the results")
 
 
 def _interrupted(args: argparse.Namespace, resume: str) -> str:

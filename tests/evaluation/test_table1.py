@@ -76,7 +76,7 @@ def test_table1_command_prints_its_tables(tmp_path, capsys):
     config = tmp_path / "tiny.toml"
     config.write_text(TINY)
     code = main(["experiment", "table1", "--config", str(config), "--bots", "scripted:Meander", "--maps", "1",
-                 "--caps", "--forest", "--workers", "0", "--quiet", "--out", str(tmp_path / "t1")])
+                 "--caps", "--forest", "--workers", "0", "--out", str(tmp_path / "t1")])
     text = capsys.readouterr().out
     assert code == 0
     for title in ("Table 1", "orderings", "Sensitivity", "Material fractions"):
