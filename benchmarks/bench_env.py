@@ -7,9 +7,14 @@ Random valid moves drawn from the masks, observations built every step, all four
 agents immortal (constant load); only the time inside `env.step` (or `env.step_arrays`) counts.
 Each case runs in its own process so its peak RSS is its own.
 
+`--reference` measures the published nmmo 2.1.1 in the same sitting, driven the same way by
+`benchmarks/reference_driver.py` in its own virtual environment: `benchmarks/reference.py` builds
+that environment on first use (a few minutes, a C compile; `python benchmarks/reference.py` does it
+ahead of time) and reuses it afterwards. If the build fails the table is printed without it.
+
 Usage:
     python benchmarks/bench_env.py                 # medium + large, dict and batched APIs
-    python benchmarks/bench_env.py --reference     # also run nmmo 2.1.1 (../shared/reference) side by side
+    python benchmarks/bench_env.py --reference     # also run nmmo 2.1.1 side by side (built on first use)
     python benchmarks/bench_env.py --case medium --steps 500
 """
 
@@ -17,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -26,9 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference"
-REFERENCE_PYTHON = Path(os.environ.get("NMMO_REF", "/tmp/nmmo_ref")) / "bin" / "python"
+HERE = Path(__file__).resolve().parent
 CASES = {"medium": (128, 1000), "large": (1024, 150)}  # agents, default steps
 
 
@@ -91,13 +93,36 @@ def run_case(case: str, api: str, steps: int) -> dict:
             "reset_s": reset_s, "rss_mb": rss_mb}
 
 
-def run_reference(case: str, steps: int) -> float | None:
-    """agent-steps/s of nmmo 2.1.1, or None when its venv is not built (setup-nmmo2.sh)."""
-    if not REFERENCE_PYTHON.exists():
+def _reference_module():
+    """benchmarks/reference.py (a script beside this one, not a package module)."""
+    sys.path.insert(0, str(HERE))
+    try:
+        import reference
+    finally:
+        sys.path.remove(str(HERE))
+    return reference
+
+
+def build_reference() -> Path | None:
+    """nmmo 2.1.1's interpreter, built on first use; None (having said why) when the build fails."""
+    reference = _reference_module()
+    try:
+        return reference.ensure(log=lambda line: print(line, file=sys.stderr, flush=True))
+    except reference.ReferenceBuildError as error:
+        print(f"nmmo {reference.VERSION} could not be built, so the table has no reference column:\n{error}",
+              file=sys.stderr, flush=True)
         return None
-    out = subprocess.run([str(REFERENCE_PYTHON), str(REFERENCE / "nmmo2_throughput.py"), case, str(steps)],
-                         cwd="/tmp", capture_output=True, text=True, check=True).stdout
-    return float(out.split("agent-steps/s")[-1].split()[0])
+
+
+def run_reference(python: Path | None, case: str, steps: int) -> float | None:
+    """agent-steps/s of nmmo 2.1.1 (benchmarks/reference_driver.py), or None without it or when it fails."""
+    if python is None:
+        return None
+    try:
+        return _reference_module().throughput(case, steps, python)
+    except Exception as error:  # the reference is a yardstick: our figures still print
+        print(f"nmmo 2.1.1 failed on {case}: {error}", file=sys.stderr, flush=True)
+        return None
 
 
 def main() -> None:
@@ -120,9 +145,10 @@ def main() -> None:
     for column in ("case", "api", "agents", "agent-steps/s", "at median step", "ms/step (mean / median)",
                    "reset s", "peak RSS MB", "nmmo 2.1.1", "ratio"):
         table.add_column(column, justify="right")
+    reference_python = build_reference() if args.reference else None
     for case in args.case or list(CASES):
         steps = args.steps or CASES[case][1]
-        reference = run_reference(case, min(steps, 200)) if args.reference else None
+        reference = run_reference(reference_python, case, min(steps, 200))
         for api in args.api or ["dict", "batched"]:
             runs = []
             for _ in range(args.repeats):

@@ -1,7 +1,9 @@
 """Material fractions of nmmo 2.1.1's map generator (run with the reference interpreter).
 
-Usage (from a directory outside any checkout, so `import nmmo` finds the reference):
-    cd /tmp && /tmp/nmmo_ref/bin/python /path/to/benchmarks/ref_map_fractions.py --maps 8 --center 128
+Usage: the reference interpreter is the path `python benchmarks/reference.py` prints (it builds
+nmmo 2.1.1 in its own virtual environment on first use); run it from a directory outside any
+checkout, so that `import nmmo` finds the reference. From the top of the checkout:
+    REF=$(python benchmarks/reference.py) && cd "$(mktemp -d)" && "$REF" "$OLDPWD/benchmarks/ref_map_fractions.py"
 
 Generates the first N maps of an N-map pool with the reference's own generator (Medium preset,
 its default terrain settings, MAP_N = N so each map gets its own interpolation factor) and prints

@@ -235,7 +235,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     table1.add_argument("--sensitivity-bots", nargs="*", default=["scripted:Forage"],
                         help="the bots of the sensitivity runs")
     table1.add_argument("--reference-python", default=None, metavar="PYTHON",
-                        help="nmmo 2.1.1's interpreter (../shared/reference/setup-nmmo2.sh): its map fractions too")
+                        help="nmmo 2.1.1's interpreter (`python benchmarks/reference.py` builds it and prints it): "
+                             "its map fractions too")
     table1.add_argument("--out", type=Path, default=Path("out/table1"), help="table1.json and table1.png go here")
     table1.add_argument("--resume", action="store_true", help="skip the runs already in OUT/table1.json")
     table1.set_defaults(func=_cmd_table1, interrupted=_table1_interrupted)

@@ -111,7 +111,7 @@ def material_fractions(config, maps: int) -> dict[str, float]:
 
 def reference_fractions(python: str, maps: int, center: int = 128) -> dict[str, float]:
     """Material fractions of nmmo 2.1.1's generator, run in its own interpreter (`python`, the
-    reference virtualenv's; see ../shared/reference/setup-nmmo2.sh)."""
+    reference virtualenv's: `python benchmarks/reference.py` builds it and prints its path)."""
     done = subprocess.run([python, str(REFERENCE_SCRIPT), "--maps", str(maps), "--center", str(center)],
                           capture_output=True, text=True, timeout=3600, cwd="/tmp")
     if done.returncode != 0:
