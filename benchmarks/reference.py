@@ -41,7 +41,7 @@ VERSION = "2.1.1"
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "reference_driver.py"
 #: (what the step installs, pip arguments after `pip install`)
-STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+INSTALL_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("numpy 1.23.3 and the build tools", ("numpy==1.23.3", "setuptools", "wheel", "cython>=3")),
     ("vec-noise 1.1.4 (compiles a C extension)", ("--no-build-isolation", "vec-noise==1.1.4")),
     (f"nmmo {VERSION}", ("--no-build-isolation", f"nmmo=={VERSION}")),
@@ -148,7 +148,7 @@ def ensure(venv: str | Path | None = None, python: str | None = None, rebuild: b
                                   "to another directory")
     start = time.monotonic()
     log(f"building nmmo {VERSION} in {venv} (a few minutes: it compiles a C extension)")
-    total = len(STEPS) + 2
+    total = len(INSTALL_STEPS) + 2
     if not target.exists():
         base = base_python(python)
         venv.parent.mkdir(parents=True, exist_ok=True)
@@ -156,7 +156,7 @@ def ensure(venv: str | Path | None = None, python: str | None = None, rebuild: b
     else:
         log(f"[1/{total}] reusing the virtual environment")
     pip = [str(target), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-    for number, (what, args) in enumerate(STEPS, 2):
+    for number, (what, args) in enumerate(INSTALL_STEPS, 2):
         _step(number, total, f"installing {what}", [*pip, *args], log)
     log(f"[{total}/{total}] checking that it imports nmmo {VERSION} ...")
     found = installed_version(target)
