@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from urllib.parse import quote
 
 from client_server.guard import normalize_origin
 from client_server.protocol import SPEED_RANGE
@@ -37,7 +38,7 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
                         help="keep decoded replays for later viewers up to this many MiB in all, least "
                              "recently used dropped first (0: keep none)")
     parser.add_argument("--overlay", default=None, metavar="NAME",
-                        help="the overlay the printed viewer link opens with (e.g. value, visits)")
+                        help="the overlay the printed viewer link opens with (e.g. 'value landscape', value, visits)")
 
 
 def check_server_flags(args: argparse.Namespace) -> None:
@@ -93,7 +94,7 @@ def serve_command(args: argparse.Namespace) -> int:
             url += f"?replay={Path(args.replay).name}"
         app = create_app(replay_dir=directory, **guard)
     if getattr(args, "overlay", None):
-        url += ("&" if "?" in url else "?") + f"overlay={args.overlay}"
+        url += ("&" if "?" in url else "?") + f"overlay={quote(args.overlay)}"  # "value landscape": %20
     console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)
     serve(app, host=args.host, port=args.port)
     return 0

@@ -27,15 +27,16 @@ def b64(array: np.ndarray) -> str:
 
 
 def header_packet(mode: str, material: np.ndarray, *, center: int, border: int, ticks: int | None, tick: int,
-                  overlays: list[str], config: dict) -> dict:
-    """The first packet of a connection: the map once, sizes, overlay names, config summary."""
+                  overlays: list[str], config: dict, blank: dict[str, str] | None = None) -> dict:
+    """The first packet of a connection: the map once, sizes, overlay names (and `blank`: what each
+    shows on tiles without data, for the legend), config summary."""
     return {
         "type": "header", "version": PROTOCOL_VERSION, "mode": mode, "size": int(material.shape[0]),
         "center": center, "border": border, "material": b64(material.astype(np.uint8)),
         "materials": {str(int(m)): m.name.lower() for m in Material},
         "colors": {str(int(m)): list(rgb) for m, rgb in MATERIAL_COLORS.items()},
-        "ticks": ticks, "tick": tick, "overlays": overlays, "config": config, "fields": SENT_FIELDS,
-        "speed_range": list(SPEED_RANGE),
+        "ticks": ticks, "tick": tick, "overlays": overlays, "overlay_blank": dict(blank or {}), "config": config,
+        "fields": SENT_FIELDS, "speed_range": list(SPEED_RANGE),
     }
 
 

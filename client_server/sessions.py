@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import threading
 import weakref
 from collections import OrderedDict
@@ -22,11 +23,13 @@ from fastapi import WebSocket
 from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
 from client_server.protocol import CommandError
 from nmmo.overlays import BUILTIN as BUILTIN_OVERLAYS
-from nmmo.overlays import add_visits, builtin_heatmap
+from nmmo.overlays import VALUE_BLANK, add_visits, blank_note, builtin_heatmap
 
 #: Built-in overlays change every tick; viewers get them again at most this often (seconds).
 BUILTIN_REFRESH_S = 1.0
 REPLAY_OVERLAYS = BUILTIN_OVERLAYS
+#: Value landscapes a live session keeps (one per map; a 160² map's is 100 kB).
+LANDSCAPES_KEPT = 16
 
 
 def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None) -> tuple[np.ndarray, float, float] | None:
@@ -91,9 +94,10 @@ class ReplayViewer:
     async def send_header(self) -> None:
         header = self.replay.header
         overlays = [*REPLAY_OVERLAYS, *self.replay.overlay_names]
+        blank = {name: blank_note(name, header.get("overlay_blank")) for name in overlays}
         await self.ws.send_text(dumps(header_packet(
             "replay", self.replay.material_at(self.tick), center=header["center"], border=header["border"],
-            ticks=self.replay.ticks, tick=self.tick, overlays=overlays,
+            ticks=self.replay.ticks, tick=self.tick, overlays=overlays, blank=blank,
             config={"name": header.get("config_name"), "PLAYER_N": header.get("n_players"),
                     "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed"),
                     "policies": header.get("policies"), "team_policy": header.get("team_policy")})))
@@ -177,6 +181,8 @@ class LiveSession:
         if hasattr(self.policy, "reset"):
             self.policy.reset(seed)
         self.policy_spec = policy_spec
+        self.landscape_policy = None  # made when a value landscape is first painted
+        self.landscapes: OrderedDict[bytes, np.ndarray] = OrderedDict()  # by map (a digest of its materials)
         self.obs, _ = self.env.reset()
         self.values = self._value_overlay()
         self.frame = self.env.frame()
@@ -189,20 +195,41 @@ class LiveSession:
         self.task: asyncio.Task | None = None
 
     def _value_overlay(self):
-        """A "value" overlay for a policy with value estimates (`last_values`, as trained
-        checkpoints have): the mean estimate per tile this episode (`ValueMap`); None otherwise."""
+        """For a policy with value estimates (`last_values`, as trained checkpoints have) a "value
+        landscape" overlay (`_paint_landscape`) and a "value" overlay: the mean estimate per tile
+        this episode (`ValueMap`, returned); None otherwise."""
         from nmmo.overlays import ValueMap
 
         if not isinstance(getattr(self.policy, "last_values", None), dict):
             return None
+        self._paint_landscape()
         values = ValueMap(self.env.config.MAP_SIZE)
-        self.env.overlays.register("value", values.heatmap())
+        self.env.overlays.register("value", values.heatmap(), blank=VALUE_BLANK)
         return values
+
+    def _paint_landscape(self) -> None:
+        """The policy's value landscape on this episode's map (`nmmo.landscape`), by an instance of
+        its own (the playing one keeps its memory), computed once per map: a live run goes round
+        its pool's maps, and a big map's landscape takes seconds. The same as a replay's of the
+        same checkpoint and map, byte for byte."""
+        from nmmo.landscape import BLANK, NAME, value_landscape
+        from nmmo.policy import load_policy_class
+
+        key = hashlib.blake2b(self.env.material.tobytes(), digest_size=16).digest()
+        if key not in self.landscapes:
+            if self.landscape_policy is None:
+                self.landscape_policy = load_policy_class(self.policy_spec)(self.env.config)
+            self.landscapes[key] = value_landscape(self.landscape_policy, self.env, progress=False)
+            while len(self.landscapes) > LANDSCAPES_KEPT:
+                self.landscapes.popitem(last=False)
+        self.landscapes.move_to_end(key)
+        self.env.overlays.register(NAME, self.landscapes[key], blank=BLANK)
 
     def header(self) -> dict:
         config = self.env.config
         return header_packet("live", self.material, center=config.MAP_CENTER, border=config.MAP_BORDER, ticks=None,
                              tick=self.env.tick, overlays=self.env.overlays.names(),
+                             blank={name: self.env.overlays.blank(name) for name in self.env.overlays.names()},
                              config={"name": config.name, "PLAYER_N": config.PLAYER_N,
                                      "NPC_N": config.NPC_N if config.has("NPC") else 0,
                                      "HORIZON": config.HORIZON, "policy": self.policy_spec,

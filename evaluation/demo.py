@@ -2,18 +2,21 @@
 
 A held-out map (generated, previewed as a PNG), a tournament of the scripted bots and the shipped
 neural baseline (`baseline:small`) in the canonical format recording a replay per episode (with the
-baseline's value function as the ``value`` overlay), the leaderboard, and with ``--serve`` the 3D
-viewer on the first replay (`client_server`), opened on that overlay, until Ctrl-C.
+baseline's critic over the whole map as the ``value landscape`` overlay, `nmmo.landscape`, and its
+agents' estimates as the ``value`` one), the leaderboard, and with ``--serve`` the 3D viewer on the
+first replay (`client_server`), opened on the landscape, until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from pathlib import Path
 
 from nmmo import config as config_module
 from nmmo.cli import add_command, cli_command, console
+from nmmo.landscape import NAME as LANDSCAPE
 
 DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
 #: The shipped neural baseline joins the demo when its package (torch, the [train] extra) is there.
@@ -22,7 +25,7 @@ DEMO_BASELINE = "baseline:small"
 
 def demo_policies() -> list[str]:
     """The scripted bots, and the shipped baseline when it can be loaded (it paints the replays'
-    value overlay); without torch the demo runs with the bots alone and says so."""
+    value overlays); without torch the demo runs with the bots alone and says so."""
     from nmmo.policy import load_policy_class
 
     try:
@@ -68,16 +71,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     paths = save_results(results, args.out)
     console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
                   highlight=False)
-    overlay = "value" if DEMO_BASELINE in policies else None
+    overlay = LANDSCAPE if DEMO_BASELINE in policies else None
     if not args.serve:
         console.print(f"4. watch an episode: {cli_command()} serve --replay {replays / 'episode_000.replay'}"
-                      + (" --overlay value" if overlay else ""), highlight=False)
+                      + (f" --overlay {shlex.quote(overlay)}" if overlay else ""), highlight=False)
         return 0
     from client_server.cli import serve_command
 
     console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)"
-                  + (f"; it opens on the 'value' overlay: {DEMO_BASELINE}'s learned value function painted on "
-                     "the map (the overlay menu has the others)" if overlay else ""), highlight=False)
+                  + (f"; it opens on the '{overlay}' overlay: {DEMO_BASELINE}'s learned critic over the whole map, "
+                     "for one standard agent (the 'value' overlay has its agents' own estimates where they "
+                     "stood; the overlay menu has the others)" if overlay else ""), highlight=False)
     args.overlay = args.overlay or overlay
     args.replay, args.replay_dir, args.live = str(replays / "episode_000.replay"), str(replays), False
     return serve_command(args)

@@ -17,7 +17,12 @@ it, so a live run and its replay show the same picture, byte for byte.
 
 `value_heatmap` turns a policy's value estimates at agent positions into a heatmap (the mean
 estimate per tile); `ValueMap` accumulates them over an episode into a map of the value function
-(the ``value`` overlay of `nmmo run --value-overlay`).
+(the ``value`` overlay of `nmmo run --value-overlay`). Its companion, the critic over the whole map
+for one standard agent, is `nmmo.landscape` (the ``value landscape`` overlay).
+
+Every overlay says what it shows on tiles it has no data for (`Overlays.blank`: the built-ins'
+`BUILTIN_BLANK`, or the note given to `register`); replays record the notes and the viewer's
+legend shows them, so a reader knows that, say, an unvisited tile is not a tile of value 0.
 """
 
 from __future__ import annotations
@@ -33,6 +38,18 @@ from nmmo.state import State
 from nmmo.world import water_adjacent
 
 BUILTIN = ("visits", "food", "water", "danger", "skills")
+#: What each built-in overlay shows on tiles it has no data for (the viewer's legend says it).
+BUILTIN_BLANK = {
+    "visits": "tiles no agent has stood on show 0, the cold end",
+    "food": "every tile but a harvestable forest shows 0, the cold end",
+    "water": "every tile where no agent can drink shows 0, the cold end",
+    "danger": "the border outside the playable square shows 0, the cold end",
+    "skills": "tiles without a player show 0, the cold end",
+}
+#: The ``value`` overlay's unvisited tiles (`ValueMap.heatmap`).
+VALUE_BLANK = "tiles no agent has stood on yet show the lowest mean so far, the cold end"
+#: A user overlay registered without a note: every tile holds what its author gave it.
+USER_BLANK = "every tile shows the value the overlay was given (missing data is not marked)"
 #: Frame columns of the six skills the ``skills`` overlay averages.
 SKILL_FIELDS = ("melee", "range", "mage", "defense", "hunting", "fishing")
 
@@ -89,6 +106,19 @@ def value_heatmap(size: int, rows: np.ndarray, cols: np.ndarray, values: np.ndar
     return tiles.heatmap(fill=0.0)
 
 
+def blank_note(name: str, recorded: object = None) -> str:
+    """What overlay `name` of a replay shows on tiles without data: the note recorded with it
+    (`recorded`, the header's ``overlay_blank``: untrusted, so only a string is taken, and at most
+    300 characters of it), else the built-in's, else one read from the name (replays recorded
+    before notes were)."""
+    note = recorded.get(name) if isinstance(recorded, dict) else None
+    if isinstance(note, str) and note:
+        return note[:300]
+    if name in BUILTIN_BLANK:
+        return BUILTIN_BLANK[name]
+    return VALUE_BLANK if name == "value" or name.startswith("value: ") else USER_BLANK
+
+
 def add_visits(counts: np.ndarray, frame: dict[str, np.ndarray]) -> None:
     """Count one visit on the tile of every live player of `frame` (one entity per tile)."""
     players = frame["alive"].astype(bool) & (frame["kind"] == 0)
@@ -129,17 +159,20 @@ class Overlays:
         self._border, self._center = border, center
         self._user: dict[str, np.ndarray] = {}
         self._versions: dict[str, int] = {}
+        self._blank: dict[str, str] = {}
         self._visit_counts: np.ndarray | None = None
 
     # ----------------------------------------------------------------- user
-    def register(self, name: str, heatmap: np.ndarray) -> None:
-        """Add an overlay (an S x S float array, S the map size)."""
+    def register(self, name: str, heatmap: np.ndarray, blank: str | None = None) -> None:
+        """Add an overlay (an S x S float array, S the map size). `blank` says what its tiles
+        without data show (recorded in replays; the viewer's legend shows it)."""
         if not isinstance(name, str) or not name:
             raise OverlayError(f"overlay names are non-empty strings, got {name!r}")
         if name in self._user or name in BUILTIN:
             raise OverlayError(f"overlay {name!r} already exists; use update() to change it")
         self._user[name] = self._checked(name, heatmap)
         self._versions[name] = 1
+        self._blank[name] = blank if blank is not None else USER_BLANK
 
     def update(self, name: str, heatmap: np.ndarray) -> None:
         """Replace the values of a registered overlay."""
@@ -167,6 +200,14 @@ class Overlays:
 
     def user_names(self) -> list[str]:
         return list(self._user)
+
+    def blank(self, name: str) -> str:
+        """What the overlay `name` shows on tiles without data."""
+        if name in BUILTIN_BLANK:
+            return BUILTIN_BLANK[name]
+        if name not in self._blank:
+            raise OverlayError(f"no overlay named {name!r}; have {self.names()}")
+        return self._blank[name]
 
     def version(self, name: str) -> int:
         """Changes with every update of a user overlay (built-ins: -1, they change every tick)."""
@@ -198,3 +239,4 @@ class Overlays:
         self._visit_counts = None
         self._user.clear()
         self._versions.clear()
+        self._blank.clear()

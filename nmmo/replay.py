@@ -7,9 +7,9 @@ viewer shows (one column per field below, one entry per entity slot), taken from
 forests) and user overlay changes are stored as events.
 
 File (``.replay``, a NumPy ``.npz`` archive): ``header`` (UTF-8 JSON: format, version, config
-TOML, map seed, sizes, tick count), ``material`` (S x S), one ``(ticks + 1, slots)`` array per
-field with every integer field delta-coded along time (lossless; positions then compress to almost
-nothing), tile changes as ``(tick, flat index, material)`` rows, and user overlays as
+TOML, map seed, sizes, tick count, ``overlay_blank``), ``material`` (S x S), one ``(ticks + 1,
+slots)`` array per field, integer fields delta-coded along time (lossless; positions compress to
+almost nothing), tile changes as ``(tick, flat index, material)`` rows, and user overlays as
 ``(tick, name index)`` rows plus quantized ``uint8`` maps with their ranges. Written atomically.
 """
 
@@ -138,11 +138,13 @@ class Recorder:
             self.tile_events.append(np.stack([np.full(changed.size, tick), changed, values], axis=1))
 
     def capture_overlays(self, overlays, tick: int) -> None:
-        """Store user overlays whose version changed since they were last stored."""
+        """Store user overlays whose version changed since they were last stored (and in the
+        header, what each shows on tiles without data)."""
         for name in overlays.user_names():
             version = overlays.version(name)
             if self._overlay_versions.get(name) != version:
                 self._overlay_versions[name] = version
+                self.header.setdefault("overlay_blank", {})[name] = overlays.blank(name)  # what no data shows
                 data, low, high = quantize(overlays.get(name))
                 self.overlay_events.append((tick, name, data, low, high))
 

@@ -17,11 +17,13 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
     """Run one policy for every agent for `ticks` ticks; return per-lifetime metrics and timing.
 
     `record` saves a replay there; `value_overlay` paints the policy's value estimates into a
-    "value" overlay every tick: each tile's mean estimate over the run so far (`ValueMap`; the
-    policy must expose `last_values`, as checkpoints do)."""
+    "value" overlay every tick: each tile's mean estimate over the run so far (`ValueMap`), and
+    at reset its "value landscape" (`nmmo.landscape`, by an instance of the policy of its own);
+    the policy must expose `last_values`, as checkpoints do."""
     import nmmo
     from nmmo import console
-    from nmmo.overlays import ValueMap
+    from nmmo.landscape import paint_landscape
+    from nmmo.overlays import VALUE_BLANK, ValueMap
     from nmmo.policy import load_policy_class
 
     config.set("HORIZON", max(config.HORIZON, ticks))
@@ -33,8 +35,9 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         policy.reset(seed)
     obs, _ = env.reset()
     if value_overlay:
+        paint_landscape(env, load_policy_class(policy_spec)(config), progress=progress)
         value_map = ValueMap(config.MAP_SIZE)
-        env.overlays.register("value", value_map.heatmap())
+        env.overlays.register("value", value_map.heatmap(), blank=VALUE_BLANK)
     lifetimes: list[dict] = []
     step_time = 0.0
     agent_steps = 0
@@ -104,5 +107,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--seed", type=int, default=0, help="env and policy seed")
     run.add_argument("--record", default=None, metavar="PATH", help="save the run as a replay")
     run.add_argument("--value-overlay", action="store_true",
-                     help="paint the policy's value estimates into a 'value' overlay (policies with last_values)")
+                     help="paint the policy's value estimates into a 'value' overlay and its critic over the whole map "
+                     "into a 'value landscape' one (policies with last_values)")
     run.set_defaults(func=_cmd_run)

@@ -5,6 +5,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nmmo.cli import main
@@ -123,10 +124,12 @@ def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
     assert (out_dir / "demo_map.png").is_file() and (out_dir / "results.json").is_file()
     assert sorted(p.name for p in (out_dir / "replays").iterdir()) == ["episode_000.replay", "episode_001.replay"]
     if importlib.util.find_spec("torch") is not None:  # the shipped baseline plays and paints its value function
-        assert "baseline:small" in out and "--overlay value" in out
+        assert "baseline:small" in out and "--overlay 'value landscape'" in out  # the link opens on the landscape
         replay = load_replay(out_dir / "replays" / "episode_000.replay")
         data, low, high = replay.overlay_at("value", 19)
         assert high > low
+        data, low, high = replay.overlay_at("value landscape", 0)  # the whole map's, from the first frame
+        assert high > low and np.unique(data).size > 50
 
 
 # ------------------------------------------------------------ bad input

@@ -47,14 +47,14 @@ def test_ctrl_c_stops_a_tournament_keeps_its_episodes_and_the_printed_command_re
     out_dir = tmp_path / "run"
     stdout, stderr = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
     command = [sys.executable, "-m", "nmmo", "tournament", "--config", "trainers_small", "--policies",
-               "scripted:Forage", "scripted:Combat", "random", "--episodes", "8", "--ticks", "96", "--workers", "2",
+               "scripted:Forage", "scripted:Combat", "random", "--episodes", "6", "--ticks", "64", "--workers", "2",
                "--seed", "3", "--out", str(out_dir)]
     env = {**os.environ, "COLUMNS": "200"}
     with stdout.open("w") as out, stderr.open("w") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, env=env, start_new_session=True)
         try:
             # progress reaches the file while the run goes on, one line per finished episode
-            text = _wait_for(stdout, r"^tournament: 1/8 episodes, \d+:\d\d elapsed, ETA", process, 120)
+            text = _wait_for(stdout, r"^tournament: 1/6 episodes, \d+:\d\d elapsed, ETA", process, 120)
             assert "Leaderboard" not in text
             sent = time.monotonic()
             os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
@@ -72,7 +72,7 @@ def test_ctrl_c_stops_a_tournament_keeps_its_episodes_and_the_printed_command_re
     assert match, text
     kept = int(match.group(1))
     journal = Path(match.group(2))
-    assert 1 <= kept < 8
+    assert 1 <= kept < 6
     lines = journal.read_text().splitlines()
     assert len(lines) == kept + 1 and all(json.loads(line) for line in lines)  # header + whole episode lines
     resume = match.group(3)
@@ -80,4 +80,4 @@ def test_ctrl_c_stops_a_tournament_keeps_its_episodes_and_the_printed_command_re
     done = subprocess.run(resume, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((out_dir / "results.json").read_text())
-    assert len(results["episodes"]) == 8
+    assert len(results["episodes"]) == 6

@@ -7,7 +7,7 @@ import pytest
 
 import nmmo
 import scripted
-from nmmo.overlays import OverlayError, ValueMap, value_heatmap
+from nmmo.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK, OverlayError, ValueMap, blank_note, value_heatmap
 from nmmo.replay import VERSION, ReplayError, capture, load_replay
 
 
@@ -18,7 +18,7 @@ def recorded_run(tmp_path, ticks=60):
     obs, _ = env.reset()
     frames = [capture(env.realm.state)]
     materials = [env.realm.state.tiles.material.copy()]
-    env.overlays.register("mine", np.zeros((conf.MAP_SIZE,) * 2))
+    env.overlays.register("mine", np.zeros((conf.MAP_SIZE,) * 2), blank="unset tiles hold 0")
     for t in range(ticks):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
         frames.append(capture(env.realm.state))
@@ -44,6 +44,17 @@ def test_replay_round_trip_equals_the_recorded_state(tmp_path):
     header = replay.header
     assert header["version"] == VERSION and header["map_seed"] >= 0
     assert "PLAYER_N = 32" in header["config_toml"]
+    assert header["overlay_blank"] == {"mine": "unset tiles hold 0"}  # what the legend says of tiles without data
+
+
+def test_what_tiles_without_data_show_is_read_from_any_header():
+    """Replays from before the notes get one by the overlay's name; a hostile header's note is
+    taken only as a short string."""
+    assert blank_note("visits", None) == BUILTIN_BLANK["visits"]
+    assert blank_note("value", {}) == blank_note("value: baseline:small", []) == VALUE_BLANK
+    assert blank_note("mine", {"mine": 3}) == blank_note("mine", {"mine": ""}) == USER_BLANK
+    assert blank_note("mine", {"mine": "x" * 10_000}) == "x" * 300
+    assert blank_note("value", {"value": "recorded"}) == "recorded"
 
 
 def test_truncated_corrupt_and_newer_files_are_clear_errors(tmp_path):
@@ -96,6 +107,9 @@ def test_overlay_api_validates_and_builtins_read_the_state():
     with pytest.raises(OverlayError, match="already exists"):
         env.overlays.register("ok", np.ones((size, size)))
     assert env.overlays.names()[:5] == ["visits", "food", "water", "danger", "skills"]
+    assert [env.overlays.blank(name) for name in env.overlays.names()] == [*BUILTIN_BLANK.values(), USER_BLANK]
+    with pytest.raises(OverlayError, match="no overlay named"):
+        env.overlays.blank("nope")
     for _ in range(3):
         env.step({})
     visits = env.overlays.get("visits")

@@ -86,7 +86,10 @@ def test_canonical_ranking_passes_the_sanity_check():
     default ranking) orders them as skill would: Forage above Meander, and Meander above the two
     policies that do nothing useful, in the leaderboard and in every episode. A ranking metric
     that rewarded luck (e.g. achievement first: random's chance kills are worth points) fails."""
-    results = run_tournament("tournament", list(POLICIES5), episodes=2, ticks=256, workers=2, progress=False)
+    # a fixed deal secret: with a fresh one per run (the default) the deal changes every run, and in
+    # some deals random outlives Forage in one 256-tick episode; the test must not be a lottery
+    results = run_tournament("tournament", list(POLICIES5), episodes=2, ticks=256, workers=2, progress=False,
+                             secret=1)
     sr = {row["policy"]: row["sr"] for row in results["leaderboard"]}
     assert sr["scripted:Forage"] > sr["scripted:Meander"] > max(sr["random"], sr["idle"])
     assert sr["scripted:Combat"] > sr["scripted:Meander"]

@@ -4,6 +4,7 @@ Skipped when the browser or the built viewer is missing, unless NMMO_REQUIRE_BRO
 `make test`, which installs both first), in which case their absence fails the test.
 """
 
+import base64
 import os
 import shutil
 import struct
@@ -28,10 +29,14 @@ import scripted  # noqa: E402
 from client_server.protocol import SPEED_RANGE  # noqa: E402
 from client_server.server import WEB_DIST, create_app  # noqa: E402
 from nmmo.enums import Material  # noqa: E402
+from nmmo.landscape import BLANK as LANDSCAPE_BLANK  # noqa: E402
+from nmmo.landscape import NAME as LANDSCAPE  # noqa: E402
+from nmmo.overlays import VALUE_BLANK  # noqa: E402
 
 from .conftest import running  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+CLEAR_COLOUR = (16, 21, 28)  # the scene's background (view.js: setClearColor 0x10151c)
 ARTIFACTS = Path(__file__).resolve().parents[2] / "out" / "test-artifacts"
 
 
@@ -89,7 +94,8 @@ TEAM_POLICY = [(team // 3) % 2 for team in range(32)]  # team t plays POLICIES[T
 
 def record_baseline_episode(path: Path) -> None:
     """A short tournament episode of the shipped neural baseline beside scripted Forage, recorded
-    as the demo records it: the replay carries the baseline's "value" overlay."""
+    as the demo records it (the demo's config and map): the replay carries the baseline's "value"
+    and "value landscape" overlays."""
     pytest.importorskip("torch")
     from evaluation.episode import EpisodeTask, run_episode
 
@@ -135,7 +141,11 @@ def browser():
 
 
 def screenshot(driver, name: str) -> np.ndarray:
-    png = driver.get_screenshot_as_png()
+    """The page as pixels (and as out/test-artifacts/NAME). Chromium encodes it for speed: rows
+    filtered with Up alone, which `decode_png` undoes in one numpy step per row (its default
+    encoding mixes in Paeth, which decodes byte by byte: seconds per screenshot)."""
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True})
+    png = base64.b64decode(shot["data"])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / name).write_bytes(png)
     return decode_png(png)
@@ -236,17 +246,56 @@ def check_speed_menu(browser):
 
 
 def test_the_shipped_baseline_paints_its_value_function(server, browser):
-    """The demo's link (`?overlay=value`) opens the baseline's replay on its learned value
-    function: the overlay menu shows it, the legend gives its range, and the map is painted."""
+    """`?overlay=value` opens the baseline's replay on its agents' value estimates: the overlay menu
+    shows it, the legend gives its range and says what unvisited tiles show, and the map is
+    painted. Picking the value landscape (what the demo's link opens) paints the whole map: the
+    picture differs from the terrain alone over at least half of the map's pixels."""
     browser.get(f"{server}/?replay=baseline.replay")
     wait_for(browser, "return window.viewer && window.viewer.packets > 0")
     time.sleep(1.0)
     plain = screenshot(browser, "viewer_baseline.png")
+    chrome = panel_rects(browser)
     browser.get(f"{server}/?replay=baseline.replay&overlay=value")
     wait_for(browser, "return window.viewer && window.viewer.overlay === 'value'")
     wait_for(browser, "return document.getElementById('legend').innerText.includes('value')")
-    assert Select(browser.find_element(By.ID, "overlay-select")).first_selected_option.text == "value"
+    assert legend(browser) == ("value", "value", VALUE_BLANK)
     time.sleep(1.0)
     painted = screenshot(browser, "viewer_value_overlay.png")
     changed = np.abs(painted.astype(int) - plain.astype(int)).sum(axis=2) > 30
     assert changed.mean() > 0.05, "the value overlay did not change the picture"
+
+    browser.execute_script(  # pick it in the menu (one round trip: each costs ~1 s while SwiftShader draws)
+        f"const s = document.getElementById('overlay-select'); s.value = '{LANDSCAPE}';"
+        "s.dispatchEvent(new Event('change', {bubbles: true}));")
+    wait_for(browser, f"return window.viewer.overlay === '{LANDSCAPE}'")
+    wait_for(browser, f"return document.getElementById('legend-name').innerText === '{LANDSCAPE}'")
+    assert legend(browser) == (LANDSCAPE, LANDSCAPE, LANDSCAPE_BLANK)
+    time.sleep(1.0)
+    landscape = screenshot(browser, "viewer_value_landscape.png")
+    area = map_area(plain, [*chrome, *panel_rects(browser)])
+    assert area.mean() > 0.2, "the map should fill much of the view"
+    changed = np.abs(landscape.astype(int) - plain.astype(int)).sum(axis=2) > 30
+    assert changed[area].mean() >= 0.5, f"the landscape changed only {changed[area].mean():.0%} of the map's pixels"
+
+
+def legend(driver) -> tuple[str, str, str]:
+    """(the overlay menu's selected entry, the legend's name, its line on tiles without data)."""
+    return tuple(driver.execute_script(
+        "const text = (id) => document.getElementById(id)?.innerText ?? null;"
+        "return [document.getElementById('overlay-select').selectedOptions[0].text, text('legend-name'),"
+        "        text('legend-blank')]"))
+
+
+def panel_rects(driver) -> list[tuple[float, float, float, float]]:
+    """(left, top, right, bottom) in CSS pixels of every visible panel (the UI drawn over the map)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.panel')].filter(e => e.offsetParent !== null).map(e => {"
+        "  const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })")
+
+
+def map_area(picture: np.ndarray, rects: list) -> np.ndarray:
+    """Pixels of a screenshot that show the map: not the scene's clear colour, and under no panel."""
+    area = np.abs(picture.astype(int) - CLEAR_COLOUR).sum(axis=2) > 24
+    for left, top, right, bottom in rects:  # screenshots are in CSS pixels (device pixel ratio 1)
+        area[max(int(top), 0) : int(np.ceil(bottom)), max(int(left), 0) : int(np.ceil(right))] = False
+    return area

@@ -128,10 +128,11 @@ def test_serve_rejects_a_bad_allow_origin(tmp_path, capsys):
     assert "--allow-origin expects an origin" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("extra", [[], ["--overlay", "value"]])
-def test_serve_builds_a_replay_app_and_prints_its_link(tmp_path, capsys, monkeypatch, extra):
+@pytest.mark.parametrize(("extra", "query"), [([], ""), (["--overlay", "value"], "&overlay=value"),
+                                              (["--overlay", "value landscape"], "&overlay=value%20landscape")])
+def test_serve_builds_a_replay_app_and_prints_its_link(tmp_path, capsys, monkeypatch, extra, query):
     """`nmmo serve --replay` (with or without --overlay) reaches the server with a replay app and
-    prints the link that opens that replay (and that overlay)."""
+    prints the link that opens that replay (and that overlay, its name quoted for a URL)."""
     import client_server.server
     from nmmo.cli import main
 
@@ -143,5 +144,5 @@ def test_serve_builds_a_replay_app_and_prints_its_link(tmp_path, capsys, monkeyp
     monkeypatch.setattr(client_server.server, "serve", lambda app, host, port: served.update(app=app, host=host))
     assert main(["serve", "--replay", str(replay), "--port", "8125", *extra]) == 0
     assert served["host"] == "127.0.0.1" and served["app"] is not None
-    link = "http://127.0.0.1:8125/?replay=x.replay" + ("&overlay=value" if extra else "")
+    link = "http://127.0.0.1:8125/?replay=x.replay" + query
     assert link in capsys.readouterr().out

@@ -15,6 +15,7 @@ from client_server.packets import SENT_FIELDS  # noqa: E402
 from client_server.protocol import parse_command  # noqa: E402
 from client_server.server import create_app  # noqa: E402
 from client_server.sessions import LiveSession  # noqa: E402
+from nmmo.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK  # noqa: E402
 from nmmo.replay import load_replay  # noqa: E402
 
 from .conftest import running  # noqa: E402
@@ -80,6 +81,10 @@ def test_replay_stream_reconstructs_the_recorded_state(replay_dir):
         material = np.frombuffer(base64.b64decode(header["material"]), dtype=np.uint8)
         assert header["size"] == replay.size and np.array_equal(material.reshape(replay.size, -1), replay.material)
         assert "mine" in header["overlays"] and "visits" in header["overlays"]
+        # every overlay's legend can say what its tiles without data show
+        assert set(header["overlay_blank"]) == set(header["overlays"])
+        blank = header["overlay_blank"]
+        assert blank["mine"] == USER_BLANK and blank["visits"] == BUILTIN_BLANK["visits"]
         state: dict = {}
         apply(state, receive_until(ws, "tick"))
         assert state == expected(replay, 0)
@@ -201,18 +206,30 @@ def test_a_live_run_and_its_replay_send_the_same_overlay_bytes(tmp_path):
         assert live[name]["max"] > live[name]["min"], name  # a picture, not a blank
 
 
-def test_a_live_run_of_the_shipped_baseline_paints_its_value_function():
+def test_a_live_run_of_the_shipped_baseline_paints_its_value_function(tmp_path):
     """`nmmo serve --live --policy baseline:small` offers a "value" overlay: the baseline's value
-    estimates, averaged per tile where its agents stood, growing as the run goes on; a scripted
-    policy (no value estimates) offers none."""
+    estimates, averaged per tile where its agents stood, growing as the run goes on, and its
+    "value landscape", the same bytes as a replay's of the same checkpoint and map; a scripted
+    policy (no value estimates) offers neither."""
     pytest.importorskip("torch")
+    from nmmo.landscape import BLANK, NAME
+    from nmmo.runner import simulate
+
     conf = nmmo.config.load("tournament").set("HORIZON", 50)
     session = LiveSession(conf, "baseline:small", seed=3)
-    assert "value" in session.header()["overlays"]
+    header = session.header()
+    assert "value" in header["overlays"] and NAME in header["overlays"]
+    assert header["overlay_blank"][NAME] == BLANK and header["overlay_blank"]["value"] == VALUE_BLANK
     for _ in range(10):
         session.advance()
     painted = session.env.overlays.get("value")
     standing = [(view.row, view.col) for view in session.env.realm.players.values()]
     assert np.isfinite(painted).all() and np.ptp(painted) > 0
     assert (painted[tuple(np.array(standing).T)] != painted.min()).any()  # painted where agents stand
-    assert "value" not in LiveSession(conf, "scripted:Forage", seed=3).header()["overlays"]
+    simulate(conf, "baseline:small", 2, seed=3, progress=False, record=str(tmp_path / "run.replay"), value_overlay=True)
+    replay = load_replay(tmp_path / "run.replay")
+    from client_server.packets import overlay_field
+
+    assert session.overlay(NAME) == overlay_field(NAME, quantized=replay.overlay_at(NAME, 0))
+    assert replay.header["overlay_blank"][NAME] == BLANK
+    assert not {"value", NAME} & set(LiveSession(conf, "scripted:Forage", seed=3).header()["overlays"])

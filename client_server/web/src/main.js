@@ -132,11 +132,13 @@ class Viewer {
     this.statusDirty = true;
   }
 
-  /** The overlay changed: cleared (name null), selected without data (overlay null), or shown. */
+  /** The overlay changed: cleared (name null), selected without data (overlay null), or shown; the
+   * legend says what its tiles without data show (the header's `overlay_blank`). */
   onOverlay(name, overlay) {
+    const blank = name ? this.session.header?.overlay_blank?.[name] : undefined;
     if (!name) this.legend.hide();
-    else if (!overlay) this.legend.empty(name);
-    else this.legend.show(name, overlay.min, overlay.max);
+    else if (!overlay) this.legend.empty(name, blank);
+    else this.legend.show(name, overlay.min, overlay.max, blank);
     this.overlayMenu.sync(name);
   }
 

@@ -45,6 +45,16 @@ export class Messages {
   }
 }
 
+/** The legend's line on tiles without data ([] when the server sent none: an older server). */
+function blankNote(blank) {
+  if (typeof blank !== 'string' || !blank) return [];
+  const note = document.createElement('div');
+  note.className = 'legend-blank';
+  note.id = 'legend-blank';
+  note.textContent = blank;
+  return [note];
+}
+
 export class Legend {
   // The legend's content exists only while an overlay is shown, so its text is empty otherwise.
   constructor() {
@@ -52,7 +62,8 @@ export class Legend {
     this.el.replaceChildren();
   }
 
-  show(name, min, max) {
+  /** `blank`: what the overlay shows on tiles without data (the header's `overlay_blank`), or none. */
+  show(name, min, max, blank) {
     const title = document.createElement('div');
     title.className = 'legend-name';
     title.id = 'legend-name';
@@ -70,17 +81,17 @@ export class Legend {
     hi.id = 'legend-max';
     hi.textContent = formatNumber(max);
     labels.append(lo, ' ', hi);
-    this.el.replaceChildren(title, bar, labels);
+    this.el.replaceChildren(title, bar, labels, ...blankNote(blank));
     this.el.hidden = false;
   }
 
   /** The overlay is selected but has no data at this tick. */
-  empty(name) {
+  empty(name, blank) {
     const title = document.createElement('div');
     title.className = 'legend-name';
     title.id = 'legend-name';
     title.textContent = `${name}: no data at this tick`;
-    this.el.replaceChildren(title);
+    this.el.replaceChildren(title, ...blankNote(blank));
     this.el.hidden = false;
   }
 
