@@ -5,14 +5,17 @@ in ``nmmo.config``.
 """
 
 from nmmo import config, interfaces, policy, world
+from nmmo.actions import ActionError
 from nmmo.config import Config, ConfigError
 from nmmo.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr
 from nmmo.env import BatchStep, Env
 from nmmo.rules import team_spirit
+from nmmo.vector import VectorEnv
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ActionError",
     "BatchStep",
     "Config",
     "ConfigError",
@@ -24,6 +27,7 @@ __all__ = [
     "Skill",
     "Style",
     "TileAttr",
+    "VectorEnv",
     "__version__",
     "config",
     "interfaces",

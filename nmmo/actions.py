@@ -116,7 +116,7 @@ def _index(agent: Any, part: Any, key: str, sub: str) -> int:
     if extra:
         raise ActionError(f"agent {agent}: action[{key!r}] has unknown keys {sorted(map(str, extra))}")
     item = part[sub]
-    value = as_index(item)
+    value = int_index(item)
     if value is None:
         if isinstance(item, int) and not isinstance(item, bool):
             raise ActionError(f"agent {agent}: action[{key!r}][{sub!r}] = {item} is too large for int64")
@@ -125,7 +125,7 @@ def _index(agent: Any, part: Any, key: str, sub: str) -> int:
     return value
 
 
-def as_index(value: Any) -> int | None:
+def int_index(value: Any) -> int | None:
     """A plain int from an int (IntEnum members included), numpy integer or 0-d integer array that
     fits int64; None for anything else (bools, floats, strings, arrays of several values, huge ints)."""
     if type(value) is not int:
@@ -226,7 +226,7 @@ def action_rows(actions: Any) -> tuple[np.ndarray, np.ndarray, str | None]:
     rows: list[tuple[int, int, int]] = []
     problem = None
     for agent, action in actions.items():
-        agent_id = as_index(agent)
+        agent_id = int_index(agent)
         ids.append(UNREADABLE_ID if agent_id is None else agent_id)
         try:
             row = parse_action(agent_id if agent_id is not None else _short(agent), action)

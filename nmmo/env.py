@@ -48,7 +48,7 @@ from nmmo import config as config_module
 from nmmo.actions import ATTACK, DIRECTION, MOVE, STAY, STYLE, TARGET, apply_indices, parse_actions
 from nmmo.config import Config
 from nmmo.metrics import lifetime_metrics
-from nmmo.obs import ObservationBuilder, Observations, as_index
+from nmmo.obs import ObservationBuilder, Observations, slots_selector
 from nmmo.outcomes import BatchStep, Outcomes
 from nmmo.overlays import Overlays
 from nmmo.realm import Realm, TickResult
@@ -325,7 +325,7 @@ class Env(Outcomes, Spaces, ParallelEnv):
     def _obs_dicts(self, slots: np.ndarray) -> dict[int, dict]:
         o = self._obs
         tick = self.realm.state.tick
-        index = as_index(slots)
+        index = slots_selector(slots)
         # Iterating over the stacked arrays yields per-agent views at C speed.
         rows = zip(self.realm.state.entities.id[slots].tolist(), o.tile[index], o.entity[index],
                    o.move_mask[index], o.style_mask[index], o.target_mask[index], strict=True)

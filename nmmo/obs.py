@@ -187,7 +187,7 @@ class ObservationBuilder:
             centre[centre < 0] = slots[centre < 0]
         if self.codes is not None:  # one gather of packed rows (see `TileCodes`)
             packed = out.tile.view(np.int64).reshape(out.tile.shape[0], -1)
-            index = as_index(slots)
+            index = slots_selector(slots)
             packed[index] = self._window(self.codes.grid)[top, left].reshape(slots.size, -1)
             if died:  # each sees itself on its last tile
                 packed[index, self.radius * self.side + self.radius] |= 1 << 16
@@ -198,7 +198,7 @@ class ObservationBuilder:
             shown_rows = rows if self.row_offset is None else rows - self.row_offset[slots]
             tile[:, :, TileAttr.ROW] = shown_rows[:, None] + self.tile_dr
             tile[:, :, TileAttr.COL] = cols[:, None] + self.tile_dc
-            out.tile[as_index(slots)] = tile
+            out.tile[slots_selector(slots)] = tile
 
         # Entities in distance order, compacted to the first PLAYER_N_OBS. Writes go through flat
         # indices (observer * rows + rank): much cheaper than pairs of fancy indices.
@@ -347,7 +347,7 @@ def _flat(array: np.ndarray) -> np.ndarray:
     return view
 
 
-def as_index(slots: np.ndarray) -> slice | np.ndarray:
+def slots_selector(slots: np.ndarray) -> slice | np.ndarray:
     """A slice when `slots` is an increasing consecutive run (cheaper than fancy indexing), else the
     array itself. (First and last alone do not decide it: [0, 2, 1, 3] is not a run.)"""
     if slots.size and slots[-1] - slots[0] + 1 == slots.size and (slots.size < 2 or np.all(np.diff(slots) == 1)):
