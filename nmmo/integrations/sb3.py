@@ -195,6 +195,10 @@ def train(config: Config | str | None = "trainers_small", agent_steps: int = 100
 
 
 # ---------------------------------------------------------------- the way back
+#: The largest member of an SB3 zip that is read (the weights of an MLP policy are a few MB).
+MAX_MEMBER_BYTES = 256 * 2**20
+
+
 def _refuse(path: str, why: str) -> ValueError:
     return ValueError(f"sb3:{path}: {why}")
 
@@ -230,6 +234,10 @@ def read_model(path: str | Path) -> dict[str, Any]:
         names = set(archive.namelist())
         if POLICY_MEMBER not in names:
             raise _refuse(path, f"the zip has no {POLICY_MEMBER} (is it a model SB3 saved?)")
+        for name in (POLICY_MEMBER, "data"):  # a stranger's zip: no member inflates past a bound
+            if name in names and archive.getinfo(name).file_size > MAX_MEMBER_BYTES:
+                raise _refuse(path, f"{name} would inflate to {archive.getinfo(name).file_size:,} bytes "
+                                    f"(more than {MAX_MEMBER_BYTES:,})")
         try:
             state = torch.load(io.BytesIO(archive.read(POLICY_MEMBER)), map_location="cpu", weights_only=True)
         except Exception as err:  # noqa: BLE001 - any unreadable member is the same refusal

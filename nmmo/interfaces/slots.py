@@ -11,6 +11,7 @@ one seat that successive lives fill.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -86,15 +87,18 @@ class Slots(Interface):
                 self._seat.pop(agent, None)
         dying = {a for a, ob in obs.items() if ob["Entity"][0, EntityAttr.HEALTH] <= 0}
         self._members = [[a] if a is not None else [] for a in self._agent]
+        free = [i for i, a in enumerate(self._agent) if a is None]  # once per step, not once per newcomer
         for agent in obs:
             if agent in self._seat:
                 continue
-            free = [i for i, a in enumerate(self._agent) if a is None]
-            if not free and agent not in dying:  # a newcomer takes the seat of a life ending now
-                free = [i for i, a in enumerate(self._agent) if a in dying]
-            if not free:
+            if free:
+                seat = heapq.heappop(free)  # a sorted list is a heap: the lowest free seat, in O(log n)
+            elif agent not in dying:  # a newcomer takes the seat of a life ending now
+                seat = next((i for i, a in enumerate(self._agent) if a in dying), None)
+            else:
+                seat = None
+            if seat is None:
                 continue  # more lives than seats can only be a life that ended as it began: unseen
-            seat = free[0]
             if self._agent[seat] is not None:
                 self._seat.pop(self._agent[seat])
             self._agent[seat] = agent
