@@ -14,24 +14,11 @@ from typing import Any
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.policy import load_policy_class
+from nmmo.layout import ObsBatch
+from nmmo.policy import act_rows, load_policy_class
 
 #: [direction, style, target] of an agent that stays and does not attack.
 NO_OP = np.array([4, -1, -1])
-
-
-def observation_of(obs: dict[str, np.ndarray], row: int, agent: int) -> dict[str, Any]:
-    """The dict observation of one row of a VectorEnv (what `Env.step` would have given the agent)."""
-    return {"Tile": obs["tile"][row], "Entity": obs["entity"][row], "AgentId": agent,
-            "ActionTargets": {"Move": {"Direction": obs["move_mask"][row]},
-                              "Attack": {"Style": obs["style_mask"][row], "Target": obs["target_mask"][row]}}}
-
-
-def action_row(action: dict, missing: np.ndarray = NO_OP) -> np.ndarray:
-    """[direction, style, target] of a dict action; a part it leaves out takes `missing`'s value."""
-    move, attack = action.get("Move") or {}, action.get("Attack") or {}
-    return np.array([move.get("Direction", missing[0]), attack.get("Style", missing[1]),
-                     attack.get("Target", missing[2])])
 
 
 class EnvPolicies:
@@ -63,16 +50,17 @@ class EnvPolicies:
 
     def act(self, obs: dict[str, np.ndarray], ids: np.ndarray, rows: np.ndarray,
             missing: np.ndarray = NO_OP) -> np.ndarray:
-        """(all rows, 3) actions: each env's policy's for its rows where `rows` is True, `missing`
-        elsewhere and for the parts of an action a policy leaves out."""
+        """(all rows, 3) actions: each env's policy's for its rows where `rows` is True (an array
+        batch of those rows, `nmmo.policy.act_rows`), `missing` elsewhere and for the rows a
+        policy's reply could not fill (an agent it left out, an unreadable action)."""
         actions = np.tile(missing, (len(ids), 1))
         for k, policy in enumerate(self.policies):
             mine = k * self.slots + np.flatnonzero(rows[k * self.slots:(k + 1) * self.slots])
             if policy is None or mine.size == 0:
                 continue
-            row_of = {int(ids[r]): int(r) for r in mine}
-            chosen = policy.act({agent: observation_of(obs, r, agent) for agent, r in row_of.items()}) or {}
-            for agent, action in chosen.items():
-                if agent in row_of:
-                    actions[row_of[agent]] = action_row(action, missing)
+            batch = ObsBatch(ids[mine].astype(np.int64), {name: values[mine] for name, values in obs.items()})
+            agents, chosen, _ = act_rows(policy, batch)
+            found = np.isin(agents, batch.ids) & (chosen[:, 0] >= 0)  # its own agents, readable actions
+            order = np.argsort(batch.ids)
+            actions[mine[order[np.searchsorted(batch.ids, agents[found], sorter=order)]]] = chosen[found]
         return actions

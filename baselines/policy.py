@@ -16,15 +16,18 @@ import torch
 from baselines.model import Policy
 from baselines.ppo import act, load_checkpoint
 from nmmo.config import Config
+from nmmo.layout import ObsBatch
+from nmmo.policy import ArrayPolicy
 
 
-class CheckpointPolicy:
+class CheckpointPolicy(ArrayPolicy):
     """Plays a PPO checkpoint. Subclasses set `path` (see `nmmo.policy.load_policy_class`)."""
 
     path: str = ""
 
     def __init__(self, config: Config, seed: int | None = None, path: str | None = None,
                  greedy: bool = False) -> None:
+        super().__init__(config)
         checkpoint = load_checkpoint(path or self.path)
         self.model = Policy(**checkpoint["model_kwargs"])
         self.model.load_state_dict(checkpoint["model"])
@@ -39,18 +42,13 @@ class CheckpointPolicy:
         self.memory.clear()
         self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
 
-    def act(self, observations: dict[int, dict]) -> dict[int, dict]:
-        if not observations:
-            return {}
-        ids = list(observations)
-        obs = list(observations.values())
-        tensors = {
-            "tile": torch.as_tensor(np.stack([o["Tile"] for o in obs])),
-            "entity": torch.as_tensor(np.stack([o["Entity"] for o in obs])),
-            "move_mask": torch.as_tensor(np.stack([o["ActionTargets"]["Move"]["Direction"] for o in obs])),
-            "style_mask": torch.as_tensor(np.stack([o["ActionTargets"]["Attack"]["Style"] for o in obs])),
-            "target_mask": torch.as_tensor(np.stack([o["ActionTargets"]["Attack"]["Target"] for o in obs])),
-        }
+    def act_arrays(self, batch: ObsBatch) -> np.ndarray:
+        """One batched forward pass over every field of the batch (the encoder input: one tensor per
+        field, by its layout name); rows choosing the no-op target do not attack."""
+        if batch.n == 0:
+            return np.zeros((0, 3), dtype=np.int64)
+        ids = batch.ids.tolist()
+        tensors = {name: torch.as_tensor(values) for name, values in batch.items()}
         zeros = torch.zeros(self.model.hidden)
         h = torch.stack([self.memory.get(i, (zeros, zeros))[0] for i in ids]).unsqueeze(0)
         c = torch.stack([self.memory.get(i, (zeros, zeros))[1] for i in ids]).unsqueeze(0)
@@ -61,14 +59,9 @@ class CheckpointPolicy:
             torch.set_rng_state(state)
         self.memory = {i: (h[0, k], c[0, k]) for k, i in enumerate(ids)}
         self.last_values = dict(zip(ids, values.tolist(), strict=True))
-        n_obs = tensors["target_mask"].shape[1] - 1
-        out = {}
-        for i, (move, style, target) in zip(ids, actions.tolist(), strict=True):
-            action = {"Move": {"Direction": int(move)}}
-            if target < n_obs:
-                action["Attack"] = {"Style": int(style), "Target": int(target)}
-            out[i] = action
-        return out
+        rows = actions.numpy().astype(np.int64)
+        rows[rows[:, 2] >= batch["target_mask"].shape[1] - 1, 1:] = -1
+        return rows
 
 
 def checkpoint_class(path: str) -> type:

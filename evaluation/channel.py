@@ -5,9 +5,10 @@ Both ends read with a deadline and a size limit, never blocking forever on a pee
 halfway through a frame, and never holding more than the limit in memory.
 
 - Episode to worker: JSON messages (``init``, ``close``) and ``act`` frames, which carry this
-  tick's observations as raw arrays: a JSON header (agent ids, tick, each field's dtype, shape and
-  byte offset) followed by the arrays' bytes. `decode_observations` rebuilds the per-agent dicts
-  the policy API promises (views into one buffer).
+  tick's observations as raw arrays: a JSON header (agent ids, tick, each field's name, dict path,
+  dtype, shape and byte offset) followed by the arrays' bytes. `decode_observations` rebuilds the
+  array batch (`nmmo.layout.ObsBatch`, views into one buffer) that the policy is handed, whichever
+  fields the layout has.
 - Worker to episode: fixed binary frames, never JSON (`Reply`): ``R`` (ready), ``E`` and a
   UTF-8 message (an error), or ``A`` and the tick's actions as arrays: a uint32 count n, n int64
   agent ids, an (n, 3) int64 array of (direction, style, target) rows, then an optional UTF-8
@@ -30,14 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from nmmo.layout import ObsBatch
+
 HEADER = struct.Struct("<Q")
 #: Largest reply an episode accepts from a worker (actions for every agent fit in far less).
 MAX_REPLY_BYTES = 8 * 2**20
 #: Largest observation frame a worker accepts.
 MAX_OBSERVATION_BYTES = 1 << 30
-#: The observation arrays sent per agent, and where each lives in the observation dict.
-OBS_PATHS = {"Tile": ("Tile",), "Entity": ("Entity",), "Move": ("ActionTargets", "Move", "Direction"),
-             "Style": ("ActionTargets", "Attack", "Style"), "Target": ("ActionTargets", "Attack", "Target")}
 
 
 class ChannelError(Exception):
@@ -193,41 +193,31 @@ def _text(data: bytes) -> str:
 
 
 # ------------------------------------------------------------ observations
-def encode_observations(observations: dict[int, dict]) -> bytes:
-    """A tick's observations of a policy's agents as one frame payload: a JSON header, then
-    every field's arrays stacked over the agents, back to back."""
-    agents = list(observations)
-    first = observations[agents[0]]
-    header: dict[str, Any] = {"agents": agents, "tick": int(first["CurrentTick"]), "fields": {}}
+def encode_observations(batch: ObsBatch) -> bytes:
+    """A tick's array batch of a policy's agents as one frame payload: a JSON header, then every
+    field's stacked arrays, back to back."""
+    header: dict[str, Any] = {"agents": batch.ids.tolist(), "tick": int(batch.tick), "fields": {}}
     blobs, offset = [], 0
-    for name, path in OBS_PATHS.items():
-        stacked = np.ascontiguousarray(np.stack([_at(observations[a], path) for a in agents]))
-        header["fields"][name] = {"dtype": stacked.dtype.str, "shape": list(stacked.shape), "offset": offset}
-        blobs.append(stacked.tobytes())
-        offset += stacked.nbytes
+    for name, values in batch.items():
+        values = np.ascontiguousarray(values)
+        header["fields"][name] = {"dtype": values.dtype.str, "shape": list(values.shape), "offset": offset,
+                                  "key": list(batch.key(name))}
+        blobs.append(values.tobytes())
+        offset += values.nbytes
     head = json.dumps(header).encode()
     return HEADER.pack(len(head)) + head + b"".join(blobs)
 
 
-def decode_observations(payload: bytes) -> dict[int, dict]:
-    """The per-agent observation dicts of `encode_observations`' payload (views into one buffer)."""
+def decode_observations(payload: bytes) -> ObsBatch:
+    """The array batch of `encode_observations`' payload (views into one buffer). Only the worker
+    reads it, from its own episode: a frame it cannot read ends the worker, nothing else."""
     size = HEADER.unpack_from(payload)[0]
     header = json.loads(payload[HEADER.size : HEADER.size + size])
     body = memoryview(payload)[HEADER.size + size :]
-    arrays = {}
+    arrays, keys = {}, {}
     for name, spec in header["fields"].items():
         dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
         count = int(np.prod(shape))
         arrays[name] = np.frombuffer(body, dtype=dtype, count=count, offset=spec["offset"]).reshape(shape)
-    tick = header["tick"]
-    return {agent: {"Tile": arrays["Tile"][i], "Entity": arrays["Entity"][i],
-                    "ActionTargets": {"Move": {"Direction": arrays["Move"][i]},
-                                      "Attack": {"Style": arrays["Style"][i], "Target": arrays["Target"][i]}},
-                    "AgentId": agent, "CurrentTick": tick}
-            for i, agent in enumerate(header["agents"])}
-
-
-def _at(value: dict, path: tuple[str, ...]) -> Any:
-    for key in path:
-        value = value[key]
-    return value
+        keys[name] = tuple(spec["key"])
+    return ObsBatch(np.asarray(header["agents"], dtype=np.int64), arrays, int(header["tick"]), keys)

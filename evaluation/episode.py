@@ -27,13 +27,15 @@ from typing import Any
 import numpy as np
 
 import nmmo
-from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, lifetimes_from_infos, policy_means
+from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, policy_means
 from evaluation.sandbox import Limits, end_of_episode
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from nmmo import config as config_module
 from nmmo import console
+from nmmo.actions import NO_OP_ROW
 from nmmo.config import Config
 from nmmo.landscape import NAME as LANDSCAPE
+from nmmo.outcomes import BatchStep
 from nmmo.process import die_with_parent
 
 BACKENDS = ("process", "ray")
@@ -170,7 +172,7 @@ class ValueOverlays:
 
         paint_landscape(self.env, load_policy_class(spec)(self.env.config), name, progress=False)
 
-    def add(self, seen: list[dict[int, dict]], tick: int) -> None:
+    def add(self, seen: list, tick: int) -> None:
         """Add this tick's estimates of each policy's agents (`seen`: what each policy observed); the
         overlay appears with the first estimates, so a replay shows it from its first tick."""
         from nmmo.overlays import VALUE_BLANK
@@ -181,6 +183,21 @@ class ValueOverlays:
                 self.env.overlays.register(self.names[p], self.maps[p].heatmap(), blank=VALUE_BLANK)
             elif tick % self.every == 0 or tick + 1 >= self.env.config.HORIZON:  # the last tick is recorded too
                 self.env.overlays.update(self.names[p], self.maps[p].heatmap())
+
+
+def _respawns_coming(env: nmmo.Env) -> bool:
+    """Everybody died but the episode goes on: respawns will bring agents back before the horizon
+    (the dict API ticks through such a gap inside one step; the array API one tick per step)."""
+    return not env.done and bool(env.config.PLAYER_RESPAWN and env.config.PLAYER_SPAWN_ATTEMPTS)
+
+
+def _finished_lifetimes(step: BatchStep) -> dict[int, dict[str, Any]]:
+    """{agent: lifetime metrics} of the agents whose lives ended in this array step."""
+    if step.episodes is None:
+        return {}
+    agents = step.agent_ids[step.episode_slots].tolist()
+    return {agent: {name: values[i].item() for name, values in step.episodes.items()}
+            for i, agent in enumerate(agents)}
 
 
 def run_episode(task: EpisodeTask) -> EpisodeResult:
@@ -198,29 +215,32 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     engine_errors = 0
     team_policy = deal(task.seed, -(-config.PLAYER_N // config.PLAYER_TEAM_SIZE), n, task.secret)
     try:
-        obs, _ = env.reset(seed=task.seed, options={"map_seed": task.map_seed})
+        env.reset(seed=task.seed, options={"map_seed": task.map_seed})
         for p, handle in enumerate(handles):
             handle.reset(policy_seed(task.seed, p, task.secret))
         ids, owners, teams = _live(env, team_policy)
         owner_of[ids], team_of[ids] = owners, teams
         values = ValueOverlays(env, handles) if task.replay_path is not None else None
-        while env.agents:
-            seen = [{agent: obs[agent] for agent in ids[owners == p].tolist()} for p in range(n)]
+        while env.agents or _respawns_coming(env):
+            batch = env.observations()  # the live agents in slot order, as `_live` lists them
+            seen = [batch.select(owners == p) for p in range(n)]
             for p in order:
                 handles[p].submit(seen[p])
-            actions: dict[int, dict] = {}
+            actions = np.tile(np.array(NO_OP_ROW, dtype=np.int64), (env.n_slots, 1))
+            slot_of = dict(zip(ids.tolist(), env.live_players()[1].tolist(), strict=True))
             for p in order:
-                actions.update(handles[p].collect())
+                agents, rows = handles[p].collect_rows()  # validated: agents are the policy's own
+                actions[[slot_of[a] for a in agents.tolist()]] = rows
             if values is not None:
                 values.add(seen, env.tick)
             try:
-                obs, _, _, _, infos = env.step(actions)
+                step = env.step_arrays(actions)
             except ValueError:  # the world did not advance: play the tick with everyone idle
                 engine_errors += 1
-                obs, _, _, _, infos = env.step({})
+                step = env.step_arrays(np.tile(np.array(NO_OP_ROW, dtype=np.int64), (env.n_slots, 1)))
             ids, owners, teams = _live(env, team_policy)
             owner_of[ids], team_of[ids] = owners, teams
-            reported.update(lifetimes_from_infos(infos))
+            reported.update(_finished_lifetimes(step))
         if task.replay_path is not None:
             env.save_replay(task.replay_path, policies=list(task.policies), team_policy=team_policy.tolist())
     finally:

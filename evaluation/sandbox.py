@@ -57,6 +57,7 @@ from evaluation.channel import (
 )
 from evaluation.faults import preview
 from nmmo.config import Config
+from nmmo.layout import ObsBatch
 from nmmo.process import process_exists
 
 #: Environment variables a worker inherits (everything else is dropped).
@@ -325,9 +326,9 @@ def check_spec_in_worker(spec: str, timeout: float = 60.0, limits: Limits | None
     raise ValueError(f"policy {spec!r}: {message}")
 
 
-def send_observations(worker: Worker, observations: dict[int, dict], deadline: float) -> None:
+def send_observations(worker: Worker, batch: ObsBatch, deadline: float) -> None:
     """Send a tick's observations to the worker (ChannelError if it does not take them in time)."""
-    worker.send(b"O" + encode_observations(observations), deadline)
+    worker.send(b"O" + encode_observations(batch), deadline)
 
 
 def receive_actions(worker: Worker, deadline: float) -> Reply:

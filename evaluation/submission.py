@@ -32,8 +32,11 @@ from evaluation.sandbox import (
 )
 from nmmo.actions import UNREADABLE_ROW, action_rows, rows_in_space, rows_to_actions
 from nmmo.config import Config
-from nmmo.policy import BUILTIN, PATH_SCHEMES, load_policy_class
+from nmmo.layout import ObsBatch, from_dicts
+from nmmo.policy import BUILTIN, PATH_SCHEMES, act_rows, load_policy_class
 
+#: A tick without actions (ids, rows).
+NO_ACTIONS = (np.zeros(0, dtype=np.int64), np.zeros((0, 3), dtype=np.int64))
 #: How episode pools start their processes: a clean interpreter, no inherited locks, threads or state.
 START_METHOD = "spawn"
 
@@ -119,8 +122,10 @@ def check_spec(spec: str, timeout: float = 60.0, limits: Limits | None = None) -
 
 # ---------------------------------------------------------------- handles
 class PolicyHandle(abc.ABC):
-    """One policy in an episode: `reset(seed)`, then each tick `submit(observations)` followed by
-    `collect()`, which returns validated actions (possibly empty) and never raises. Splitting the
+    """One policy in an episode: `reset(seed)`, then each tick `submit(batch)` (the array batch of
+    its agents, `nmmo.layout.ObsBatch`; per-agent dicts are accepted too) followed by
+    `collect_rows()`, which returns validated actions as agent ids and (direction, style, target)
+    rows (possibly empty) and never raises (`collect()`: the same as action dicts). Splitting the
     tick in two lets worker processes think while the rest of the tick's policies run."""
 
     def __init__(self, spec: str, config: Config) -> None:
@@ -133,18 +138,29 @@ class PolicyHandle(abc.ABC):
     def reset(self, seed: int) -> None:
         """Start an episode."""
 
-    @abc.abstractmethod
-    def submit(self, observations: dict[int, dict]) -> None:
+    def submit(self, batch: ObsBatch | dict[int, dict]) -> None:
         """Hand over this tick's observations of the policy's agents."""
+        if not isinstance(batch, ObsBatch):
+            batch = from_dicts(batch)
+        self._controlled = frozenset(batch.ids.tolist())
+        self._submit(batch)
 
     @abc.abstractmethod
+    def _submit(self, batch: ObsBatch) -> None:
+        """Start this tick's decision (the agents it may act for are set)."""
+
+    @abc.abstractmethod
+    def collect_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The validated actions of this tick as agent ids (n,) and rows (n, 3); never raises."""
+
     def collect(self) -> dict[int, dict]:
-        """Return the validated actions of this tick (possibly empty); never raises."""
+        """The validated actions of this tick as action dicts (possibly empty); never raises."""
+        return rows_to_actions(*self.collect_rows())
 
     def close(self) -> None:  # noqa: B027 - optional hook: in-process policies hold nothing to release
         """Release what the policy holds (worker processes)."""
 
-    def _accept(self, ids: np.ndarray, rows: np.ndarray, note: str | None) -> dict[int, dict]:
+    def _accept(self, ids: np.ndarray, rows: np.ndarray, note: str | None) -> tuple[np.ndarray, np.ndarray]:
         """Validate a reply's rows against the agents this tick's observations covered
         (`validate_rows`); count a malformed fault for any drop, the reply's own `note` (what the
         policy's dict held that could not be read) quoted after the episode's reason."""
@@ -152,7 +168,7 @@ class PolicyHandle(abc.ABC):
         if dropped:
             self.faults.dropped_actions += dropped
             self.faults.record("malformed", f"{problem} ({preview(note, 200)[1:-1]})" if note else problem)
-        return rows_to_actions(ids, rows)
+        return ids, rows
 
 
 class InProcessPolicy(PolicyHandle):
@@ -161,7 +177,7 @@ class InProcessPolicy(PolicyHandle):
     def __init__(self, spec: str, config: Config) -> None:
         super().__init__(spec, config)
         self._policy = None
-        self._actions: dict[int, dict] = {}
+        self._actions = NO_ACTIONS
 
     def reset(self, seed: int) -> None:
         try:
@@ -174,18 +190,17 @@ class InProcessPolicy(PolicyHandle):
             self.faults.disabled += 1
             self.faults.not_started += 1
 
-    def submit(self, observations: dict[int, dict]) -> None:
-        self._controlled = frozenset(observations)
-        self._actions = {}
-        if self._policy is None or not observations:
+    def _submit(self, batch: ObsBatch) -> None:
+        self._actions = NO_ACTIONS
+        if self._policy is None or not batch.n:
             return
         try:
-            self._actions = self._accept(*action_rows(self._policy.act(observations)))
+            self._actions = self._accept(*act_rows(self._policy, batch))
         except Exception as err:  # noqa: BLE001 - raised by act, or by a reply that cannot be read
             self.faults.record("exception", error_text(err))
 
-    def collect(self) -> dict[int, dict]:
-        actions, self._actions = self._actions, {}
+    def collect_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        actions, self._actions = self._actions, NO_ACTIONS
         return actions
 
     @property
@@ -269,16 +284,15 @@ class SubprocessPolicy(PolicyHandle):
         self._worker, self._deadline = None, None
 
     # --- one tick
-    def submit(self, observations: dict[int, dict]) -> None:
-        self._controlled = frozenset(observations)
+    def _submit(self, batch: ObsBatch) -> None:
         self._deadline = None
-        if self._disabled or not observations:
+        if self._disabled or not batch.n:
             return
         if self._worker is None and not self._restart():
             return
         deadline = time.monotonic() + self.time_budget
         try:
-            send_observations(self._worker, observations, deadline)
+            send_observations(self._worker, batch, deadline)
         except ChannelTimeout:
             self.faults.record("timeout", f"did not take its observations within the {self.time_budget:g} s "
                                           "budget; worker killed")
@@ -290,16 +304,16 @@ class SubprocessPolicy(PolicyHandle):
             return
         self._deadline = deadline
 
-    def collect(self) -> dict[int, dict]:
+    def collect_rows(self) -> tuple[np.ndarray, np.ndarray]:
         if self._deadline is None or self._worker is None:
-            return {}
+            return NO_ACTIONS
         deadline, self._deadline = self._deadline, None
         try:
             reply = receive_actions(self._worker, deadline)
         except ChannelTimeout:
             self.faults.record("timeout", f"no answer within the {self.time_budget:g} s budget; worker killed")
             self._kill()  # restarted at the next submit
-            return {}
+            return NO_ACTIONS
         except ChannelError as err:
             time.sleep(0.01)  # a worker that is dying: let its exit say why
             death = self._worker.death()
@@ -308,14 +322,14 @@ class SubprocessPolicy(PolicyHandle):
             else:  # alive but wrote something that is not a reply: a protocol violation
                 self.faults.record("malformed", f"worker sent an unreadable reply ({err}); worker replaced")
             self._kill()
-            return {}
+            return NO_ACTIONS
         if reply.kind == "actions":
             return self._accept(reply.ids, reply.rows, reply.text)
         if reply.kind == "error":
             self.faults.record("exception", reply.text)
         else:
             self.faults.record("malformed", "worker sent 'ready' where actions were due")
-        return {}
+        return NO_ACTIONS
 
 
 def make_handle(spec: str, config: Config, time_budget: float = 1.0, limits: Limits | None = None,

@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
         write_frame,
     )
     from evaluation.faults import error_text
-    from nmmo.actions import action_rows
+    from nmmo.policy import act_rows
 
     try:
         init = decode_message(read_frame(fd_in, None, MAX_OBSERVATION_BYTES)[1:])
@@ -83,9 +83,9 @@ def main(argv: list[str]) -> int:
             return 0
         if frame[:1] != b"O":
             return 0  # close (or anything but observations)
-        observations = decode_observations(frame[1:])
+        batch = decode_observations(frame[1:])
         try:
-            ids, rows, problem = action_rows(policy.act(observations))
+            ids, rows, problem = act_rows(policy, batch)
         except Exception as err:  # noqa: BLE001 - raised by act, or by a reply that cannot be read
             write_frame(fd_out, encode_error(error_text(err)))
             continue

@@ -211,6 +211,24 @@ def apply_indices(obs: Observations, state: State, config: Config, slots: np.nda
 UNREADABLE_ROW = (-1, NO_ATTACK, NO_ATTACK)
 #: The id standing for an action key that is not an agent id (no agent ever has id 0).
 UNREADABLE_ID = 0
+#: The row of an agent that stays and does not attack.
+NO_OP_ROW = (STAY, NO_ATTACK, NO_ATTACK)
+
+
+def array_reply_rows(rows: Any, n: int) -> tuple[np.ndarray, str | None]:
+    """An array-form reply (`nmmo.policy.act_rows`) as int64 rows (n, 3), and the problem when it
+    is not an integer array of that shape (then every row is `UNREADABLE_ROW`, so whoever checks
+    the rows counts each agent's action as invalid)."""
+    try:
+        array = np.asarray(rows)
+    except Exception as err:  # noqa: BLE001 - whatever a policy returned
+        array, problem = None, f"act_arrays returned something that is not an array ({type(err).__name__})"
+    else:
+        problem = None if array.shape == (n, 3) and (np.issubdtype(array.dtype, np.integer) or array.size == 0) else (
+            f"act_arrays returned a {array.dtype} array of shape {array.shape}, not ({n}, 3) ints")
+    if problem is not None:
+        return np.tile(np.array(UNREADABLE_ROW, dtype=np.int64), (n, 1)), problem
+    return array.astype(np.int64, copy=False), None
 
 
 def action_rows(actions: Any) -> tuple[np.ndarray, np.ndarray, str | None]:

@@ -21,7 +21,7 @@ import numpy as np
 
 from nmmo import config as config_module
 from nmmo.config import Config
-from nmmo.obs import OBS_FIELDS
+from nmmo.layout import layout as obs_layout
 from nmmo.vector import STEP_FIELDS, allocate_buffers, make_block, stack_episodes
 
 MAX_REPLACEMENTS = 3  # per call: an actor that dies this often in a row points at a bug, not bad luck
@@ -156,7 +156,7 @@ class RayBlocks:
         for i, (raw, finished, seeds, resets) in enumerate(results):
             rows = self._rows(i)
             arrays = allocate_buffers(self.config, len(self.parts[i]) * self.slots, _Memory(raw))
-            for name in (*OBS_FIELDS, *STEP_FIELDS):
+            for name in (*obs_layout(self.config), *STEP_FIELDS):
                 self.buffers[name][rows] = arrays[name]
             finished = finished.copy()
             finished[:, -1] += rows.start  # the actor numbers rows within its own block

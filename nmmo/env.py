@@ -45,8 +45,9 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from nmmo import config as config_module
-from nmmo.actions import ATTACK, DIRECTION, MOVE, STAY, STYLE, TARGET, apply_indices, parse_actions
+from nmmo.actions import STAY, apply_indices, parse_actions
 from nmmo.config import Config
+from nmmo.layout import ObsBatch, to_dicts
 from nmmo.metrics import lifetime_metrics
 from nmmo.obs import ObservationBuilder, Observations, slots_selector
 from nmmo.outcomes import BatchStep, Outcomes
@@ -320,25 +321,21 @@ class Env(Outcomes, Spaces, ParallelEnv):
         feats = self._builder.entity_features(state)
         self._builder.build(state, live, out, feats)
         self._builder.build(state, died, out, feats, died=True)
+        self._builder.fill(out, self, np.concatenate([live, died]))
         return out
 
     def _obs_dicts(self, slots: np.ndarray) -> dict[int, dict]:
-        o = self._obs
-        tick = self.realm.state.tick
         index = slots_selector(slots)
-        # Iterating over the stacked arrays yields per-agent views at C speed.
-        rows = zip(self.realm.state.entities.id[slots].tolist(), o.tile[index], o.entity[index],
-                   o.move_mask[index], o.style_mask[index], o.target_mask[index], strict=True)
-        return {
-            agent: {
-                "Tile": tile,
-                "Entity": entity,
-                "ActionTargets": {MOVE: {DIRECTION: move}, ATTACK: {STYLE: style, TARGET: target}},
-                "AgentId": agent,
-                "CurrentTick": tick,
-            }
-            for agent, tile, entity, move, style, target in rows
-        }
+        arrays = {name: values[index] for name, values in self._obs.fields().items()}
+        return to_dicts(self.realm.state.entities.id[slots].tolist(), arrays, self.realm.state.tick)
+
+    def observations(self) -> ObsBatch:
+        """The live agents' observations as an array batch (`nmmo.layout.ObsBatch`): what `step`
+        returns as dicts, for policies that take arrays (`act_arrays`)."""
+        slots = self._live_slots()
+        index = slots_selector(slots)
+        return ObsBatch(self.realm.state.entities.id[slots].astype(np.int64),
+                        {name: values[index] for name, values in self._obs.fields().items()}, self.realm.state.tick)
 
     def _dict_outputs(self, observers_before, result: TickResult, invalid: dict) -> tuple:
         """`step`'s five dicts for the agents that observed before this tick and those spawned in

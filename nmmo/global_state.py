@@ -14,7 +14,7 @@ import numpy as np
 from gymnasium import spaces
 
 from nmmo.config import Config
-from nmmo.obs import N_ENTITY_ATTRS
+from nmmo.layout import N_ENTITY_ATTRS
 from nmmo.state import State
 
 

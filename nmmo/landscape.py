@@ -24,9 +24,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nmmo import console
-from nmmo.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET
 from nmmo.enums import EntityAttr, Style, TileAttr
+from nmmo.layout import ObsBatch, layout
 from nmmo.obs import ObservationBuilder
+from nmmo.policy import act_rows
 from nmmo.rules import STEPS, WALKABLE, enterable
 
 if TYPE_CHECKING:
@@ -65,20 +66,26 @@ class StandardAgent:
         self.n_obs = env.config.PLAYER_N_OBS
         self.enterable = enterable(env.config)
         self.windows = sliding_window_view(self.material, (self.side, self.side))
+        self.layout = layout(env.config)
 
-    def observations(self, cells: np.ndarray, first_id: int) -> dict[int, dict]:
-        """{agent id: observation} of standard agents on `cells` ((n, 2) rows and cols), with ids
-        `first_id`, `first_id` + 1, ... (fresh ids start a stateful policy's memory afresh)."""
+    def batch(self, cells: np.ndarray, first_id: int) -> ObsBatch:
+        """The array batch of standard agents on `cells` ((n, 2) rows and cols), with ids
+        `first_id`, `first_id` + 1, ... (fresh ids start a stateful policy's memory afresh). A
+        field the layout computes (`nmmo.layout.filled`) is zero: the standard agent has none."""
         rows, cols = cells[:, 0], cells[:, 1]
-        ids = np.arange(first_id, first_id + len(cells))
-        tile, entity, move = self.tiles(rows, cols), self.entities(rows, cols, ids), self.moves(rows, cols)
+        ids = np.arange(first_id, first_id + len(cells), dtype=np.int64)
         style = np.ones((ids.size, len(Style)), dtype=np.int8)  # nobody in reach: every style, only the no-op
         target = np.zeros((ids.size, self.n_obs + 1), dtype=np.int8)
         target[:, -1] = 1
-        masks = [{MOVE: {DIRECTION: m}, ATTACK: {STYLE: s, TARGET: t}}
-                 for m, s, t in zip(move, style, target, strict=True)]
-        return {int(agent): {"Tile": tile[k], "Entity": entity[k], "ActionTargets": masks[k], "AgentId": int(agent),
-                             "CurrentTick": self.tick} for k, agent in enumerate(ids)}
+        arrays = {"tile": self.tiles(rows, cols), "entity": self.entities(rows, cols, ids),
+                  "move_mask": self.moves(rows, cols), "style_mask": style, "target_mask": target}
+        for name, (shape, dtype) in self.layout.items():
+            arrays.setdefault(name, np.zeros((ids.size, *shape), dtype))
+        return ObsBatch(ids, arrays, self.tick)
+
+    def observations(self, cells: np.ndarray, first_id: int) -> dict[int, dict]:
+        """{agent id: observation}: `batch` in the dict form."""
+        return self.batch(cells, first_id).to_dicts()
 
     def tiles(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Tile windows (n, (2R+1)^2, 4): the map's materials, OCCUPIED only at the centre (the
@@ -131,11 +138,11 @@ def value_landscape(policy: Any, env: Env, batch: int = 1024, progress: bool = T
     with console.progress(total=len(cells), desc="value landscape", unit="tile", enabled=progress,
                           min_interval=2.0) as bar:  # in a log: a line every 2 s and the last, not one per batch
         for start in starts:
-            observations = agent.observations(cells[start : start + batch], first_id=start + 1)
-            policy.act(observations)
+            agents = agent.batch(cells[start : start + batch], first_id=start + 1)
+            act_rows(policy, agents)
             estimates = policy.last_values
-            values[start : start + len(observations)] = [estimates[a] for a in observations]
-            bar.update(len(observations))
+            values[start : start + agents.n] = [estimates[a] for a in agents.ids.tolist()]
+            bar.update(agents.n)
     out = np.full(agent.material.shape, values.min() if values.size else 0.0, dtype=np.float32)
     out[cells[:, 0], cells[:, 1]] = values
     return out

@@ -17,33 +17,16 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nmmo.config import Config
-from nmmo.enums import Direction, EntityAttr, Material, Skill, Style, TileAttr
+from nmmo.enums import EntityAttr, Material, Skill, TileAttr
+from nmmo.layout import BUILT, N_ENTITY_ATTRS, N_TILE_ATTRS, filled, layout
 from nmmo.rules import STEPS, enterable, freeze_left, is_frozen, may_attack, reaches
 from nmmo.state import State
 from nmmo.systems.npc import window_offsets
 
-N_ENTITY_ATTRS = len(EntityAttr)
-N_TILE_ATTRS = len(TileAttr)
-N_DIRECTIONS, N_STYLES = len(Direction), len(Style)
 _LAVA = int(Material.LAVA)  # a plain int: IntEnum operands slow ufuncs down
 
-
-#: The observation arrays of the batched API, in order (`layout` gives their shapes and dtypes).
-OBS_FIELDS = ("tile", "entity", "move_mask", "style_mask", "target_mask")
-
-
-def layout(config: Config) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Per-agent shape and dtype of each observation array (`OBS_FIELDS` order): the buffers of
-    the batched API, of `nmmo.vector` and of the env's observation space."""
-    window = (2 * config.PLAYER_VISION_RADIUS + 1) ** 2
-    n_obs = config.PLAYER_N_OBS
-    return {
-        "tile": ((window, N_TILE_ATTRS), np.dtype(np.int16)),
-        "entity": ((n_obs, N_ENTITY_ATTRS), np.dtype(np.int32)),
-        "move_mask": ((N_DIRECTIONS,), np.dtype(np.int8)),
-        "style_mask": ((N_STYLES,), np.dtype(np.int8)),
-        "target_mask": ((n_obs + 1,), np.dtype(np.int8)),
-    }
+#: The arrays the builder writes (`nmmo.layout.BUILT`; `nmmo.layout.fields` lists them all).
+OBS_FIELDS = BUILT
 
 
 @dataclass
@@ -57,6 +40,12 @@ class Observations:
     target_mask: np.ndarray  # (slots, PLAYER_N_OBS + 1) int8
     entity_rows: np.ndarray  # (slots, PLAYER_N_OBS) int32: entity-table row of each Entity row (-1)
     written: list = field(default_factory=list, repr=False)  # (slots, observer * PLAYER_N_OBS + rank) per build
+    extra: dict = field(default_factory=dict)  # the layout's other fields (`nmmo.layout.filled`), by name
+
+    def fields(self) -> dict[str, np.ndarray]:
+        """Every observation array by its layout name (the built five, then the filled ones)."""
+        return {"tile": self.tile, "entity": self.entity, "move_mask": self.move_mask,
+                "style_mask": self.style_mask, "target_mask": self.target_mask, **self.extra}
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.tile, self.entity, self.move_mask, self.style_mask, self.target_mask, self.entity_rows
@@ -120,6 +109,13 @@ class ObservationBuilder:
         self.build(state, live, out, feats)
         self.build(state, died, out, feats, died=True)
 
+    def fill(self, out: Observations, source: object, slots: np.ndarray) -> None:
+        """The layout's computed fields (`nmmo.layout.filled`) of `slots`, from `source` (the env
+        that observes: each field's `fill` reads what it needs of it)."""
+        if slots.size:
+            for spec in filled(self.config):
+                out.extra[spec.name][slots] = spec.fill(source, slots)
+
     def _clear(self, buffer: Observations, rebuilt: np.ndarray) -> None:
         """Zero what the last use wrote: the entity rows it filled, the masks (set sparsely by
         `build`), and the tiles of slots that will not be rebuilt (rebuilt ones are overwritten)."""
@@ -134,12 +130,15 @@ class ObservationBuilder:
             buffer.move_mask[stale] = 0
         buffer.style_mask.fill(0)
         buffer.target_mask.fill(0)
+        for values in buffer.extra.values():
+            values.fill(0)
         buffer.written.clear()
 
     def allocate(self) -> Observations:
         n = self.n_slots
         arrays = {name: np.zeros((n, *shape), dtype) for name, (shape, dtype) in layout(self.config).items()}
-        return Observations(**arrays, entity_rows=np.full((n, self.n_obs), -1, dtype=np.int32))
+        built = {name: arrays.pop(name) for name in BUILT}
+        return Observations(**built, entity_rows=np.full((n, self.n_obs), -1, dtype=np.int32), extra=arrays)
 
     def entity_features(self, state: State) -> np.ndarray:
         """One feature row per entity-table row (IS_SELF left 0), in `EntityAttr` column order."""

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nmmo.enums import EntityAttr, Material
+from nmmo.layout import ObsBatch
 from nmmo.replay import capture
 from nmmo.rules import danger_map
 from nmmo.state import State
@@ -79,13 +80,22 @@ class ValueMap:
         self.total += np.bincount(flat, weights=np.asarray(values, dtype=np.float64), minlength=self.total.size)
         self.count += np.bincount(flat, minlength=self.count.size)
 
-    def add_observed(self, observations: dict[int, dict], values: dict[int, float]) -> None:
+    def add_observed(self, observations: ObsBatch | dict[int, dict], values: dict[int, float]) -> None:
         """Add each agent's estimate on the tile it stands on, read from its observation (its own
-        Entity row), for the agents in both dicts (a policy's `last_values` and what it saw)."""
-        agents = [a for a in values if a in observations]
-        if agents:
+        Entity row), for the agents both in `values` (a policy's `last_values`) and in what it saw
+        (an array batch or per-agent dicts)."""
+        if isinstance(observations, ObsBatch):
+            known = np.fromiter((int(a) in values for a in observations.ids.tolist()), bool, observations.n)
+            me = observations["entity"][known, 0]
+            estimates = np.array([values[a] for a in observations.ids[known].tolist()])
+        else:
+            agents = [a for a in values if a in observations]
+            if not agents:
+                return
             me = np.stack([observations[a]["Entity"][0] for a in agents])
-            self.add(me[:, EntityAttr.ROW], me[:, EntityAttr.COL], np.array([values[a] for a in agents]))
+            estimates = np.array([values[a] for a in agents])
+        if len(me):
+            self.add(me[:, EntityAttr.ROW], me[:, EntityAttr.COL], estimates)
 
     def heatmap(self, fill: float | None = None) -> np.ndarray:
         """The mean estimate per visited tile; unvisited tiles hold `fill`, by default the lowest

@@ -1,7 +1,17 @@
 """The policy interface, two built-in policies and policy spec strings.
 
-A policy is built as ``Policy(config)`` and implements ``act(observations) -> actions`` for all the
-agents it controls at once (so it can vectorize), plus an optional ``reset(seed)``. A spec string
+A policy is built as ``Policy(config)`` and acts for all the agents it controls at once (so it can
+vectorize), in either of two forms, plus an optional ``reset(seed)``:
+
+- the array form, ``act_arrays(batch) -> rows``: `batch` is a `nmmo.layout.ObsBatch` (each
+  observation field stacked over the agents, ``batch.ids`` their ids) and `rows` an (n, 3) int
+  array of (direction, style, target) rows, row i for agent ``batch.ids[i]`` (style and target -1:
+  no attack). It is what every engine-side caller speaks (`act_rows`); `ArrayPolicy` gives such a
+  policy the dict form too.
+- the dict form, ``act(observations) -> actions``: PettingZoo's per-agent dicts, as `nmmo.Env.step`
+  takes them; `act_rows` adapts it (the dicts are views into the batch).
+
+A spec string
 names one: ``random``, ``idle``, ``pkg.module:Class`` (the scripted bots are ``scripted:Forage``
 and friends), ``path/to/file.py:Class``, or ``SCHEME:ARGUMENT`` for a scheme that a package
 registers in the ``nmmo.policies`` entry point group (pyproject.toml): a function taking the
@@ -26,13 +36,52 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from nmmo.actions import NO_OP_ROW, action_rows, array_reply_rows, rows_to_actions
 from nmmo.config import Config
+from nmmo.layout import ObsBatch, from_dicts
 
 
 class Policy(Protocol):
+    """The dict form (see the module notes)."""
+
     def __init__(self, config: Config) -> None: ...
 
     def act(self, observations: dict[int, dict]) -> dict[int, dict]: ...
+
+
+class BatchPolicy(Protocol):
+    """The array form (see the module notes)."""
+
+    def __init__(self, config: Config) -> None: ...
+
+    def act_arrays(self, batch: ObsBatch) -> np.ndarray: ...
+
+
+class ArrayPolicy:
+    """Base of policies written in the array form: `act` (the dict form) is derived from
+    `act_arrays`, so they play wherever a dict policy does (`nmmo.Env.step`, user loops)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def act_arrays(self, batch: ObsBatch) -> np.ndarray:
+        raise NotImplementedError
+
+    def act(self, observations: dict[int, dict]) -> dict[int, dict]:
+        if not observations:
+            return {}
+        batch = from_dicts(observations, self.config)
+        return rows_to_actions(batch.ids, np.asarray(self.act_arrays(batch)))
+
+
+def act_rows(policy: Any, batch: ObsBatch) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """`policy`'s actions for `batch`, whichever form it speaks, as agent ids (n,), int64 rows
+    (n, 3) and the first problem met reading them (None: all read). An array-form reply of the
+    wrong shape or type is one problem and every row unreadable; a dict reply goes through
+    `nmmo.actions.action_rows`, which keeps every key so the caller can count foreign agents."""
+    if not callable(getattr(policy, "act_arrays", None)):
+        return action_rows(policy.act(batch.to_dicts()))
+    return batch.ids, *array_reply_rows(policy.act_arrays(batch), batch.n)
 
 
 class Random:
@@ -61,11 +110,11 @@ class Random:
         return actions
 
 
-class Idle:
+class Idle(ArrayPolicy):
     """Does nothing (every agent stays): the baseline for starvation timing."""
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    def act_arrays(self, batch: ObsBatch) -> np.ndarray:
+        return np.tile(NO_OP_ROW, (batch.n, 1))
 
     def act(self, observations: dict[int, dict]) -> dict[int, dict]:
         return {}
@@ -146,8 +195,8 @@ def load_policy_class(spec: str) -> type:
         raise ValueError(f"policy spec {spec!r} is not one of {sorted(BUILTIN)} and has no ':Class' part "
                          "(use pkg.module:Class or path/to/file.py:Class)")
     cls = import_spec(spec, "policy")
-    if not callable(getattr(cls, "act", None)):
-        raise ValueError(f"{spec!r} has no act(observations) method")
+    if not callable(getattr(cls, "act", None)) and not callable(getattr(cls, "act_arrays", None)):
+        raise ValueError(f"{spec!r} has no act(observations) or act_arrays(batch) method")
     return cls
 
 

@@ -12,26 +12,33 @@ from nmmo import global_state
 from nmmo.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET
 from nmmo.config import Config
 from nmmo.enums import Direction, Style
-from nmmo.obs import layout
+from nmmo.layout import fields
 
 
 def observation_space(config: Config, n_agent_ids: int) -> spaces.Dict:
-    """One agent's observation: Tile and Entity arrays (`nmmo.obs.layout`), the ActionTargets masks,
-    AgentId (ids 1..n_agent_ids) and CurrentTick."""
-    shapes = layout(config)
-    (tile_shape, tile_dtype), (entity_shape, entity_dtype) = shapes["tile"], shapes["entity"]
-    entity_range = np.iinfo(entity_dtype)
-    n_obs = config.PLAYER_N_OBS
-    return spaces.Dict({
-        "Tile": spaces.Box(0, max(config.MAP_SIZE, 8), tile_shape, dtype=tile_dtype),
-        "Entity": spaces.Box(entity_range.min, entity_range.max, entity_shape, dtype=entity_dtype),
-        "ActionTargets": spaces.Dict({
-            MOVE: spaces.Dict({DIRECTION: spaces.MultiBinary(len(Direction))}),
-            ATTACK: spaces.Dict({STYLE: spaces.MultiBinary(len(Style)), TARGET: spaces.MultiBinary(n_obs + 1)}),
-        }),
-        "AgentId": spaces.Discrete(n_agent_ids + 1),
-        "CurrentTick": spaces.Discrete(config.HORIZON + 1),
-    })
+    """One agent's observation: every field of the layout (`nmmo.layout.fields`) at its dict path
+    (a Box, or a MultiBinary for a mask), AgentId (ids 1..n_agent_ids) and CurrentTick."""
+    tree: dict = {}
+    for spec in fields(config):
+        shape = spec.shape(config)
+        if spec.mask:
+            space = spaces.MultiBinary(shape[0] if len(shape) == 1 else shape)
+        else:
+            bounds = np.iinfo(spec.dtype) if np.issubdtype(spec.dtype, np.integer) else np.finfo(spec.dtype)
+            high = spec.high(config) if callable(spec.high) else spec.high
+            space = spaces.Box(bounds.min if spec.low is None else spec.low, bounds.max if high is None else high,
+                               shape, dtype=spec.dtype)
+        node = tree
+        for key in spec.key[:-1]:
+            node = node.setdefault(key, {})
+        node[spec.key[-1]] = space
+    tree.update(AgentId=spaces.Discrete(n_agent_ids + 1), CurrentTick=spaces.Discrete(config.HORIZON + 1))
+    return _as_dict_space(tree)
+
+
+def _as_dict_space(tree: dict) -> spaces.Dict:
+    return spaces.Dict({key: _as_dict_space(value) if isinstance(value, dict) else value
+                        for key, value in tree.items()})
 
 
 def action_space(config: Config) -> spaces.Dict:

@@ -26,9 +26,9 @@ import numpy as np
 
 from nmmo import config as config_module
 from nmmo.config import Config
+from nmmo.layout import filled
+from nmmo.layout import layout as obs_layout
 from nmmo.metrics import METRICS
-from nmmo.obs import OBS_FIELDS
-from nmmo.obs import layout as obs_layout
 from nmmo.process import die_with_parent
 from nmmo.rules import nobody_returns
 
@@ -97,10 +97,11 @@ def env_spec(env: type | str | None) -> str | None:
 ENGINES = ("fused", "loop")
 
 
-def resolve_engine(engine: str | None, env: type | str | None) -> str:
+def resolve_engine(engine: str | None, env: type | str | None, config: Config | None = None) -> str:
     """The engine a vector env uses: "fused" (`nmmo.fused`, K worlds in one set of tables) unless
     `env` names a custom env class, whose overrides (rewards, logs) only a loop of its own
-    instances can run; asking for "fused" with one is an error."""
+    instances can run, or the observation has a computed field (`nmmo.layout.filled`), which
+    reads a lone env; asking for "fused" then is an error."""
     import nmmo
 
     if engine is not None and engine not in ENGINES:
@@ -109,7 +110,11 @@ def resolve_engine(engine: str | None, env: type | str | None) -> str:
     if engine == "fused" and custom:
         raise ValueError(f"engine='fused' runs nmmo.Env's own rules and rewards for all worlds at once; the env class "
                          f"{env!r} may override them, so it needs engine='loop' (the default picks it)")
-    return engine or ("loop" if custom else "fused")
+    computed = [spec.name for spec in filled(config)] if config is not None else []
+    if engine == "fused" and computed:
+        raise ValueError(f"engine='fused' does not compute the observation fields {computed}; use engine='loop' "
+                         "(the default picks it)")
+    return engine or ("loop" if custom or computed else "fused")
 
 
 def make_block(config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
@@ -155,8 +160,8 @@ class EnvBlock:
 
     def _write_obs(self, k: int) -> None:
         obs, rows = self.envs[k]._obs, self._rows(k)
-        for name in OBS_FIELDS:
-            self.buffers[name][rows] = getattr(obs, name)
+        for name, values in obs.fields().items():
+            self.buffers[name][rows] = values
 
     def reset(self) -> None:
         for k, env in enumerate(self.envs):
@@ -315,7 +320,7 @@ class VectorEnv:
                  engine: str | None = None) -> None:
         self.config = config_module.resolve(config).validate()
         load_env_class(env)  # fail here, naming the problem, rather than in a worker
-        self.engine = resolve_engine(engine, env)
+        self.engine = resolve_engine(engine, env, self.config)
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if workers < 0:
@@ -343,7 +348,7 @@ class VectorEnv:
             self.buffers = self._impl.buffers
 
     def _observations(self) -> dict[str, np.ndarray]:
-        return {name: self.buffers[name] for name in OBS_FIELDS}
+        return {name: self.buffers[name] for name in obs_layout(self.config)}
 
     def reset(self) -> dict[str, np.ndarray]:
         """Reset every env; returns the stacked observations (views of the shared buffers)."""

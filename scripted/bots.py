@@ -18,7 +18,7 @@ import numpy as np
 
 from nmmo.enums import EntityAttr, NPCType, Style
 from nmmo.rules import DELTAS, chebyshev, reaches
-from scripted.core import Batch, Scripted, random_choice, safe_moves, to_actions
+from scripted.core import Batch, Scripted, random_choice, safe_moves, to_rows
 from scripted.forage import Forage, ForageNoExplore
 
 __all__ = ["Combat", "CombatNoExplore", "Forage", "ForageNoExplore", "Meander", "Scripted"]
@@ -27,8 +27,8 @@ __all__ = ["Combat", "CombatNoExplore", "Forage", "ForageNoExplore", "Meander", 
 class Meander(Scripted):
     """Random safe moves."""
 
-    def decide(self, batch: Batch) -> dict[int, dict]:
-        return to_actions(batch, random_choice(safe_moves(batch), self.rng))
+    def decide(self, batch: Batch) -> np.ndarray:
+        return to_rows(batch, random_choice(safe_moves(batch), self.rng))
 
 
 class Combat(Forage):
@@ -40,7 +40,7 @@ class Combat(Forage):
     health_edge = 3
     flee_attackers = False  # it sizes attackers up below: only stronger ones are fled
 
-    def decide(self, batch: Batch) -> dict[int, dict]:
+    def decide(self, batch: Batch) -> np.ndarray:
         if not self.config.has("Combat"):  # nothing to fight with: forage
             return super().decide(batch)
         moves = self.forage_moves(batch)
@@ -89,7 +89,7 @@ class Combat(Forage):
             worst = np.argmin(np.where(threat[agents], dist[agents], 10**6), axis=1)
             moves[agents] = self.flee(batch, agents, ent[agents, worst, EntityAttr.ROW],
                                       ent[agents, worst, EntityAttr.COL], safe[agents])
-        return to_actions(batch, moves, styles, targets)
+        return to_rows(batch, moves, styles, targets)
 
 
 class CombatNoExplore(Combat):

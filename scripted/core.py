@@ -1,9 +1,10 @@
 """Shared machinery of the scripted bots, vectorized over all the agents a policy controls.
 
-Bots see only what any submission sees: the observation dicts. `stack` turns them into arrays
-(agents x window x window); `walk_distances` is a breadth-first search from every agent over its
-visible window at once; `step_towards` turns chosen goal tiles into first moves along shortest
-paths; `Scripted` is the bots' base class.
+Bots see only what any submission sees: the observation arrays (`nmmo.layout.ObsBatch`), which
+`batch_of` reshapes into windows (agents x window x window); they answer in the array form
+(`nmmo.policy.ArrayPolicy`: one (direction, style, target) row per agent). `walk_distances` is a
+breadth-first search from every agent over its visible window at once; `step_towards` turns chosen
+goal tiles into first moves along shortest paths; `Scripted` is the bots' base class.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import Direction, Material, TileAttr
+from nmmo.layout import ObsBatch, from_dicts
+from nmmo.policy import ArrayPolicy
 from nmmo.rules import STEPS
 
 UNREACHED = np.int16(-1)
@@ -48,45 +51,49 @@ class Batch:
         return self.entity[:, 0]
 
 
-def stack(observations: dict[int, dict]) -> Batch:
-    """Stack per-agent observation dicts into arrays (one Python pass, then numpy)."""
-    ids = list(observations)
-    obs = list(observations.values())
-    tiles = np.stack([o["Tile"] for o in obs])
+def batch_of(obs: ObsBatch) -> Batch:
+    """The bots' view of an array batch: the Tile columns as windows, the masks as bools."""
+    tiles = obs["tile"]
     side = int(round(np.sqrt(tiles.shape[1])))
-    tiles = tiles.reshape(len(obs), side, side, -1)
+    tiles = tiles.reshape(obs.n, side, side, -1)
     return Batch(
-        ids=ids,
+        ids=obs.ids.tolist(),
         material=tiles[..., TileAttr.MATERIAL],
         occupied=tiles[..., TileAttr.OCCUPIED].astype(bool),
         rows=tiles[..., TileAttr.ROW],
         cols=tiles[..., TileAttr.COL],
-        entity=np.stack([o["Entity"] for o in obs]),
-        move_mask=np.stack([o["ActionTargets"]["Move"]["Direction"] for o in obs]).astype(bool),
-        style_mask=np.stack([o["ActionTargets"]["Attack"]["Style"] for o in obs]).astype(bool),
-        target_mask=np.stack([o["ActionTargets"]["Attack"]["Target"] for o in obs]).astype(bool),
+        entity=obs["entity"],
+        move_mask=obs["move_mask"].astype(bool),
+        style_mask=obs["style_mask"].astype(bool),
+        target_mask=obs["target_mask"].astype(bool),
     )
 
 
-class Scripted(abc.ABC):
+def stack(observations: dict[int, dict]) -> Batch:
+    """The bots' view of per-agent observation dicts (`batch_of` of their stacked arrays)."""
+    return batch_of(from_dicts(observations))
+
+
+class Scripted(ArrayPolicy, abc.ABC):
     """Base of the bots: config, an injected RNG (the only source of randomness, so a seed fixes
-    every action), `reset(seed)`, and the stacking of observations into a `Batch`."""
+    every action), `reset(seed)`, and the array form (`act_arrays`; `act`, the dict form, comes
+    from `ArrayPolicy`)."""
 
     def __init__(self, config: Config, seed: int | None = None) -> None:
-        self.config = config
+        super().__init__(config)
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
 
-    def act(self, observations: dict[int, dict]) -> dict[int, dict]:
-        if not observations:
-            return {}
-        return self.decide(stack(observations))
+    def act_arrays(self, batch: ObsBatch) -> np.ndarray:
+        if batch.n == 0:
+            return np.zeros((0, 3), dtype=np.int64)
+        return self.decide(batch_of(batch))
 
     @abc.abstractmethod
-    def decide(self, batch: Batch) -> dict[int, dict]:
-        """Actions for every agent of the batch (each bot defines its decision)."""
+    def decide(self, batch: Batch) -> np.ndarray:
+        """(n, 3) action rows for the agents of the batch (each bot defines its decision; `to_rows`)."""
 
 
 def walk_distances(free: np.ndarray, max_steps: int | None = None) -> np.ndarray:
@@ -168,18 +175,15 @@ def random_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.argmax(rng.random(mask.shape) * mask, axis=1)
 
 
-def to_actions(batch: Batch, moves: np.ndarray, styles: np.ndarray | None = None,
-               targets: np.ndarray | None = None) -> dict[int, dict]:
-    """Action dicts from per-agent arrays (target -1: no attack). A move the mask forbids (the
-    agent is frozen, or the tile just filled) becomes "stay"."""
+def to_rows(batch: Batch, moves: np.ndarray, styles: np.ndarray | None = None,
+            targets: np.ndarray | None = None) -> np.ndarray:
+    """(n, 3) action rows from per-agent arrays (target -1: no attack, and then no style either). A
+    move the mask forbids (the agent is frozen, or the tile just filled) becomes "stay"."""
+    rows = np.full((batch.n, 3), -1, dtype=np.int64)
     allowed = batch.move_mask[np.arange(batch.n), moves]
-    moves = np.where(allowed, moves, Direction.STAY).tolist()
-    if styles is None:
-        return {aid: {"Move": {"Direction": m}} for aid, m in zip(batch.ids, moves, strict=True)}
-    actions = {}
-    for aid, m, s, t in zip(batch.ids, moves, styles.tolist(), targets.tolist(), strict=True):
-        action = {"Move": {"Direction": m}}
-        if t >= 0:
-            action["Attack"] = {"Style": s, "Target": t}
-        actions[aid] = action
-    return actions
+    rows[:, 0] = np.where(allowed, moves, Direction.STAY)
+    if styles is not None:
+        attacks = targets >= 0
+        rows[attacks, 1] = styles[attacks]
+        rows[attacks, 2] = targets[attacks]
+    return rows

@@ -34,7 +34,7 @@ import numpy as np
 
 from nmmo.enums import Direction, EntityAttr, Material
 from nmmo.rules import DELTAS, STEPS, WALKABLE, chebyshev
-from scripted.core import Batch, step_towards, to_actions, walk_distances
+from scripted.core import Batch, step_towards, to_rows, walk_distances
 from scripted.memory import distance_field
 from scripted.plan import FAR, AgentBook, Plan, Planner
 
@@ -56,8 +56,8 @@ class Forage(Planner):
     #: Set to a list to record each tick's per-agent decisions (for debugging and death traces).
     trace: list[dict] | None = None
 
-    def decide(self, batch: Batch) -> dict[int, dict]:
-        return to_actions(batch, self.forage_moves(batch))
+    def decide(self, batch: Batch) -> np.ndarray:
+        return to_rows(batch, self.forage_moves(batch))
 
     def forage_moves(self, batch: Batch) -> np.ndarray:
         """One move per agent (see the module docstring); also sets `self.allowed`."""

@@ -14,6 +14,7 @@ from evaluation.submission import (
     validate_actions,
 )
 from nmmo.actions import ActionError, clean_action
+from nmmo.layout import ObsBatch
 
 from .conftest import CRASHING, small_config, write_policy
 
@@ -89,7 +90,7 @@ def test_in_process_exceptions_idle_the_agents(tmp_path):
     handle.reset(0)
     replies = []
     for _ in range(4):
-        handle.submit({1: {}, 2: {}})
+        handle.submit(ObsBatch(np.array([1, 2]), {}))  # the policy reads no field
         replies.append(handle.collect())
     assert replies[1] == replies[3] == {}
     assert replies[0] == {1: {"Move": {"Direction": 4}}, 2: {"Move": {"Direction": 4}}}
