@@ -4,7 +4,13 @@ The import package is ``nmmo``. Start with ``nmmo.Env`` (a PettingZoo ParallelEn
 in ``nmmo.config``.
 """
 
-from nmmo import config, interfaces, policy, world
+from nmmo import (
+    _moved,  # noqa: F401 - installs the finder of old module paths (they import with a DeprecationWarning)
+    config,
+    interfaces,
+    policy,
+    world,
+)
 from nmmo.actions import ActionError
 from nmmo.config import Config, ConfigError
 from nmmo.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr

@@ -299,7 +299,7 @@ class Config:
                 f"PLAYER_N={self.PLAYER_N} exceeds the {ring} spawn tiles on the edge ring of a "
                 f"MAP_CENTER={self.MAP_CENTER} map"
             )
-        from nmmo.systems.spawn import min_spawn_distance
+        from nmmo.rules import min_spawn_distance
 
         apart = min_spawn_distance(self.PLAYER_N, self.PLAYER_TEAM_SIZE, self.MAP_CENTER)
         if apart < self.PLAYER_SPAWN_SPACING:

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from nmmo import config as config_module
+from nmmo.blocks import make_block
+from nmmo.buffers import STEP_FIELDS, allocate_buffers, stack_episodes
 from nmmo.config import Config
 from nmmo.layout import layout as obs_layout
-from nmmo.vector import STEP_FIELDS, allocate_buffers, make_block, stack_episodes
 
 MAX_REPLACEMENTS = 3  # per call: an actor that dies this often in a row points at a bug, not bad luck
 

@@ -97,3 +97,34 @@ class EntityAttr(IntEnum):
     RANGE = 16
     MAGE = 17
     DEFENSE = 18
+
+
+class Event(IntEnum):
+    """Columns of the event log (`Entities.events`: this tick's events per entity row, and
+    `Entities.event_totals`: their sums over the entity's life). Names follow nmmo 2.x's
+    `EventCode` where one exists (EAT_FOOD, DRINK_WATER, GO_FARTHEST, SCORE_HIT, PLAYER_KILL,
+    LEVEL_UP); `nmmo.systems.events` writes them and `nmmo.tasks.events` reads them."""
+
+    EAT_FOOD = 0  # harvested a forest
+    DRINK_WATER = 1  # drank from a neighbouring water tile
+    GO_FARTHEST = 2  # beat its record distance from spawn (Manhattan, the Explore metric: `max_explore`)
+    SCORE_HIT = 3  # an attack that hit (a d20 success), any style
+    HIT_MELEE = 4  # ... by style (HIT_MELEE + Style)
+    HIT_RANGE = 5
+    HIT_MAGE = 6
+    HIT_PLAYER = 7  # ... by the kind of target
+    HIT_NPC = 8
+    DAMAGE_DEALT = 9  # damage dealt (hits and misses), capped at the target's health
+    PLAYER_KILL = 10  # a kill credited, of a player or an NPC (nmmo 2.x's name)
+    KILL_PLAYER = 11
+    KILL_NPC = 12
+    KILL_LEVEL = 13  # combat level of the victim (a value, not a count)
+    EQUIPMENT_UP = 14  # its equipment level rose (looted better armour)
+    LEVEL_UP = 15  # levels gained, all skills
+    LEVEL_CONSTITUTION = 16  # levels gained per skill (LEVEL_CONSTITUTION + Skill)
+    LEVEL_HUNTING = 17
+    LEVEL_FISHING = 18
+    LEVEL_MELEE = 19
+    LEVEL_RANGE = 20
+    LEVEL_MAGE = 21
+    LEVEL_DEFENSE = 22

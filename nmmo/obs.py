@@ -19,9 +19,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 from nmmo.config import Config
 from nmmo.enums import EntityAttr, Material, Skill, TileAttr
 from nmmo.layout import BUILT, N_ENTITY_ATTRS, N_TILE_ATTRS, filled, layout
-from nmmo.rules import STEPS, enterable, freeze_left, is_frozen, may_attack, reaches
+from nmmo.rules import STEPS, enterable, freeze_left, is_frozen, may_attack, reaches, window_offsets
 from nmmo.state import State
-from nmmo.systems.npc import window_offsets
 
 _LAVA = int(Material.LAVA)  # a plain int: IntEnum operands slow ufuncs down
 

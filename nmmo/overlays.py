@@ -34,9 +34,8 @@ import numpy as np
 from nmmo.enums import EntityAttr, Material
 from nmmo.layout import ObsBatch
 from nmmo.replay import capture
-from nmmo.rules import danger_map
+from nmmo.rules import danger_map, water_adjacent
 from nmmo.state import State
-from nmmo.world import water_adjacent
 
 BUILTIN = ("visits", "food", "water", "danger", "skills")
 #: What each built-in overlay shows on tiles it has no data for (the viewer's legend says it).

@@ -16,7 +16,7 @@ from nmmo.config import Config
 from nmmo.enums import Skill
 from nmmo.rules import is_frozen
 from nmmo.state import Entities, State, Tiles
-from nmmo.systems import combat, movement, npc, resource, spawn
+from nmmo.systems import combat, events, movement, npc, resource, spawn
 from nmmo.world import Map
 
 
@@ -52,17 +52,20 @@ class Realm:
         """Advance one tick. The arrays have one entry per entity row (NPC rows are ignored: the NPC
         AI acts for them; the arrays themselves are not changed); `respawn=False` skips player
         respawns (the env's last tick; the fused engine passes one flag per world). Order: NPCs
-        decide, entities update, attacks, moves, spawns, dead removed, forests regrow, tick + 1."""
+        decide, entities update, attacks, moves, spawns, dead removed, forests regrow, tick + 1; the
+        event log (`nmmo.systems.events`) is cleared first and settled after the moves."""
         state, config = self.state, self.config
         ent = state.entities
         directions, styles, targets = directions.copy(), styles.copy(), targets.copy()
         rows, *npc_actions = npc.decide(state, config, rng)  # from last tick's state
         directions[rows], styles[rows], targets[rows] = npc_actions
         _clear_tick_columns(ent)
+        before = events.begin_tick(state)  # clear the event log; snapshot what its events are measured against
         resource.update(state, config)  # food, water, harvest, drink, starve, regenerate, XP
         log = combat.resolve(state, config, styles, targets, rng)  # all attacks, start-of-tick positions
         movement.resolve(state, config, directions, rng)  # all moves, conflicts by random priority
-        _update_explore(ent)
+        _update_explore(state)
+        events.settle(state, before)  # level-up events; this tick's events into the life totals
         spawned = self._respawn_players(rng, respawn)
         self._spawn_npcs(rng)
         dead = spawn.remove_dead(state)
@@ -99,9 +102,11 @@ def _clear_tick_columns(ent: Entities) -> None:
     ent.attack_target_id[:] = 0
 
 
-def _update_explore(ent: Entities) -> None:
-    distance = np.abs(ent.row - ent.spawn_row) + np.abs(ent.col - ent.spawn_col)
-    np.maximum(ent.max_explore, np.where(ent.alive, distance, 0), out=ent.max_explore)
+def _update_explore(state: State) -> None:
+    ent = state.entities
+    distance = np.where(ent.alive, np.abs(ent.row - ent.spawn_row) + np.abs(ent.col - ent.spawn_col), 0)
+    events.explore(state, distance)  # new farthest distances, before the record moves
+    np.maximum(ent.max_explore, distance, out=ent.max_explore)
 
 
 class EntityView:

@@ -1,6 +1,7 @@
 """Rules used by more than one system or client, each defined once here.
 
-Geometry (move deltas, Chebyshev distance, attack reach), which tiles can be walked or entered,
+Geometry (move deltas, Chebyshev distance, attack reach, the spawn ring and how far apart it keeps
+teams, sight windows in distance order, which tiles touch water), which tiles can be walked or entered,
 who may attack whom (friendly fire), how dangerous a tile is (NPC kinds and levels, the danger
 overlay), when an entity is frozen, and when an emptied episode is over. The systems, the
 observation builder, the overlays and the scripted bots import them from here; nothing
@@ -9,6 +10,7 @@ recomputes them.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -102,3 +104,58 @@ def team_spirit(rewards: np.ndarray, teams: np.ndarray, alpha: float) -> np.ndar
     sums = np.bincount(inverse, weights=rewards)
     counts = np.bincount(inverse)
     return alpha * (sums / counts)[inverse] + (1.0 - alpha) * rewards
+
+
+# ---------------------------------------------------------------- geometry
+def ring_tiles(low: int, high: int) -> np.ndarray:
+    """Tiles of the square ring with corners (low, low) and (high, high), clockwise from top-left."""
+    span = np.arange(low, high)
+    top = np.stack([np.full_like(span, low), span], axis=1)
+    right = np.stack([span, np.full_like(span, high)], axis=1)
+    bottom = np.stack([np.full_like(span, high), span[::-1] + 1], axis=1)
+    left = np.stack([span[::-1] + 1, np.full_like(span, low)], axis=1)
+    return np.concatenate([top, right, bottom, left]).astype(np.int64)
+
+
+def min_spawn_distance(n: int, team_size: int, center: int) -> int:
+    """The smallest Chebyshev distance the spawn ring's placement (`nmmo.systems.spawn`) guarantees
+    between the starting tiles of players of different teams (1, distinct tiles, when it falls back
+    to ring length)."""
+    edge = center - 1
+    units = -(-n // team_size)
+    per_edge = -(-units // 4)
+    if per_edge * team_size > edge:
+        return 1
+    if units <= 1:
+        return 2 * edge  # a single unit: nobody to keep apart from
+    return edge // per_edge - (team_size - 1)
+
+
+@functools.lru_cache(maxsize=8)
+def window_offsets(radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dr, dc, chebyshev distance) of a (2r+1)^2 window, sorted by distance then row-major: the
+    order in which an observer sees entities."""
+    dr, dc = np.meshgrid(np.arange(-radius, radius + 1), np.arange(-radius, radius + 1), indexing="ij")
+    dr, dc = dr.ravel(), dc.ravel()
+    dist = chebyshev(dr, dc, 0, 0)
+    order = np.argsort(dist, kind="stable")
+    out = dr[order].astype(np.int32), dc[order].astype(np.int32), dist[order].astype(np.int32)
+    for array in out:
+        array.setflags(write=False)  # shared by every caller
+    return out
+
+
+def water_adjacent(material: np.ndarray) -> np.ndarray:
+    """Boolean grid: tiles with water among their 4 orthogonal neighbours (where agents drink)."""
+    water = material == Material.WATER
+    near = np.zeros_like(water)
+    for dr, dc in STEPS.tolist():  # the neighbour at (dr, dc) is water: shift the water grid back
+        near[max(-dr, 0): near.shape[0] - max(dr, 0), max(-dc, 0): near.shape[1] - max(dc, 0)] |= (
+            water[max(dr, 0): water.shape[0] - max(-dr, 0), max(dc, 0): water.shape[1] - max(-dc, 0)])
+    return near
+
+
+def flat_neighbours(width: int) -> tuple[tuple[int, int], ...]:
+    """The four moves (`STEPS`) on a row-major grid of `width` columns: (index offset, the column a
+    move may not start from, -1 for none), for searches over flat indices."""
+    return tuple((int(dr) * width + int(dc), width - 1 if dc > 0 else 0 if dc < 0 else -1) for dr, dc in STEPS)

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nmmo.enums import Skill
+from nmmo.enums import Event, Skill
+from nmmo.rules import water_adjacent
 
 NO_TICK = -1_000_000  # "never" for tick-valued columns
 N_SKILLS = len(Skill)
+N_EVENTS = len(Event)
 
 
 @dataclass
@@ -55,6 +57,9 @@ class Entities:
     player_kills: np.ndarray = field(init=False)
     max_equipment: np.ndarray = field(init=False)
     max_explore: np.ndarray = field(init=False)
+    events: np.ndarray = field(init=False)  # (capacity, N_EVENTS): this tick's events (`nmmo.systems.events`)
+    event_totals: np.ndarray = field(init=False)  # (capacity, N_EVENTS): their sums over the entity's life
+    tile_ticks: np.ndarray = field(init=False)  # ticks ended on its current tile (0: it arrived this tick)
 
     def __post_init__(self) -> None:
         n = self.capacity
@@ -88,6 +93,9 @@ class Entities:
         self.player_kills = np.zeros(n, dtype=np.int32)
         self.max_equipment = np.zeros(n, dtype=np.float32)  # mean of two pieces: x.5 happens
         self.max_explore = np.zeros(n, dtype=np.int32)
+        self.events = np.zeros((n, N_EVENTS), dtype=np.int32)
+        self.event_totals = np.zeros((n, N_EVENTS), dtype=np.int32)
+        self.tile_ticks = np.zeros(n, dtype=np.int32)
 
     @property
     def max_health(self) -> np.ndarray:
@@ -127,8 +135,6 @@ class Tiles:
     def from_map(cls, material: np.ndarray, capacity: int = 2**15 - 1) -> Tiles:
         """Tile tables for a map; occupancy is int16 when `capacity` entity rows fit (half the
         memory traffic of the observation gathers), else int32."""
-        from nmmo.world import water_adjacent
-
         return cls(
             material=material.copy(),
             base_material=material,
@@ -158,3 +164,4 @@ class State:
     next_player_id: int = 1
     next_npc_id: int = -1
     map_seed: int = 0
+    event_seconds: float = 0.0  # time spent writing the event log (a code timer, not game state)

@@ -20,7 +20,7 @@ from nmmo.config import Config, ConfigError
 from nmmo.enums import MATERIAL_COLORS, Material
 from nmmo.files import atomic_write_bytes, remove_stale_temps
 from nmmo.noise import gradient_noise, normalize
-from nmmo.rules import WALKABLE
+from nmmo.rules import WALKABLE, flat_neighbours, ring_tiles, water_adjacent
 
 #: Bump when generation changes so cached maps of the old generator are never reused.
 GENERATOR_VERSION = 3
@@ -81,16 +81,6 @@ class Map:
         inner = self.material[inside, inside]
         counts = np.bincount(inner.ravel(), minlength=len(Material))
         return {m.name.lower(): float(counts[m]) / inner.size for m in Material}
-
-
-def ring_tiles(low: int, high: int) -> np.ndarray:
-    """Tiles of the square ring with corners (low, low) and (high, high), clockwise from top-left."""
-    span = np.arange(low, high)
-    top = np.stack([np.full_like(span, low), span], axis=1)
-    right = np.stack([span, np.full_like(span, high)], axis=1)
-    bottom = np.stack([np.full_like(span, high), span[::-1] + 1], axis=1)
-    left = np.stack([span[::-1] + 1, np.full_like(span, low)], axis=1)
-    return np.concatenate([top, right, bottom, left]).astype(np.int64)
 
 
 def map_params(config: Config) -> dict:
@@ -324,7 +314,7 @@ def bfs_distances(passable: np.ndarray, sources: np.ndarray) -> np.ndarray:
         step += 1
         col = frontier % width
         candidates = []
-        for delta, blocked_col in ((-width, -1), (width, -1), (1, width - 1), (-1, 0)):
+        for delta, blocked_col in flat_neighbours(width):
             nxt = frontier + delta
             candidates.append(nxt[(nxt >= 0) & (nxt < height * width) & (col != blocked_col)])
         nxt = np.unique(np.concatenate(candidates))
@@ -332,17 +322,6 @@ def bfs_distances(passable: np.ndarray, sources: np.ndarray) -> np.ndarray:
         dist[nxt] = step
         frontier = nxt
     return dist.reshape(height, width)
-
-
-def water_adjacent(material: np.ndarray) -> np.ndarray:
-    """Boolean grid: tiles with water among their 4 orthogonal neighbours (where agents drink)."""
-    water = material == Material.WATER
-    near = np.zeros_like(water)
-    near[1:] |= water[:-1]
-    near[:-1] |= water[1:]
-    near[:, 1:] |= water[:, :-1]
-    near[:, :-1] |= water[:, 1:]
-    return near
 
 
 def map_stats(game_map: Map) -> dict:

@@ -62,11 +62,97 @@ def test_the_checker_sees_lazy_imports(tmp_path):
     assert imported_packages(module) == {"evaluation", "baselines"}
 
 
+# ------------------------------------------------------------ no cycle between nmmo's modules
+def module_names(package_dir: Path) -> dict[str, Path]:
+    """Every module of a package tree by its dotted name (a package's ``__init__`` is the package)."""
+    names = {}
+    for path in package_dir.rglob("*.py"):
+        parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _type_checking_only(tree: ast.AST) -> set[ast.AST]:
+    """Import nodes under ``if TYPE_CHECKING:`` (never executed: annotations only)."""
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            skipped |= {inner for statement in node.body for inner in ast.walk(statement)}
+    return skipped
+
+
+def module_imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules of `modules` that module `name` imports, anywhere in its body (functions too;
+    ``from package import name`` counts the sub-module `name` when there is one, else the package)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skipped = _type_checking_only(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if node in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in modules}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    found.add(f"{base}.{alias.name}")
+                elif base in modules:
+                    found.add(base)
+    return found - {name}
+
+
+def module_cycles(package_dir: Path) -> list[list[str]]:
+    """Every import cycle between the modules of a package tree, each as a path back to its start."""
+    modules = module_names(package_dir)
+    graph = {name: sorted(module_imports(name, path, modules)) for name, path in modules.items()}
+    cycles, state = [], {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "open"
+        for dependency in graph[name]:
+            if state.get(dependency) == "open":
+                cycles.append([*path[path.index(dependency):], dependency])
+            elif dependency not in state:
+                visit(dependency, [*path, dependency])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    return cycles
+
+
+def test_nmmo_has_no_import_cycle():
+    """No module of nmmo/ imports, directly or through others, one that imports it back (imports
+    inside functions count; ``if TYPE_CHECKING:`` imports, never executed, do not)."""
+    assert [" -> ".join(cycle) for cycle in module_cycles(ROOT / "nmmo")] == []
+
+
+def test_the_cycle_checker_sees_a_planted_cycle(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from pkg import a\n")
+    (package / "a.py").write_text("from pkg.sub import b\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "b.py").write_text("def f():\n    from .. import c\n")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
+                                  "def g():\n    import pkg.a\n")
+    assert module_cycles(package) == [["pkg.a", "pkg.sub.b", "pkg.c", "pkg.a"]]
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n")
+    assert module_cycles(package) == []
+
+
 # ----------------------------------------------------------------- one definition per rule
 RULES = ROOT / "nmmo" / "rules.py"
 #: Names that nmmo/rules.py defines; anywhere else they may be imported, never bound anew.
 RULE_NAMES = {"DELTAS", "STEPS", "WALKABLE", "DIRECTION_DELTAS", "chebyshev", "reaches", "may_attack", "danger",
-              "edge_danger", "danger_map", "enterable", "is_frozen", "freeze_left", "nobody_returns", "team_spirit"}
+              "edge_danger", "danger_map", "enterable", "is_frozen", "freeze_left", "nobody_returns", "team_spirit",
+              "ring_tiles", "min_spawn_distance", "window_offsets", "water_adjacent", "flat_neighbours"}
 MOVE_DELTAS = {(-1, 0), (1, 0), (0, 1), (0, -1), (0, 0)}
 
 

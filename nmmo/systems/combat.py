@@ -22,6 +22,7 @@ from nmmo.config import Config
 from nmmo.enums import Skill, Style
 from nmmo.rules import chebyshev, may_attack, reaches
 from nmmo.state import State
+from nmmo.systems import events
 from nmmo.systems.progression import add_xp
 
 STYLE_SKILL = np.array([Skill.MELEE, Skill.RANGE, Skill.MAGE])
@@ -125,6 +126,7 @@ def resolve(state: State, config: Config, styles: np.ndarray, targets: np.ndarra
 
     died = (health_before[t[top]] > 0) & (ent.health[t[top]] <= 0)
     killed, killers = t[top][died], a[top][died]
+    events.combat(state, a, s, t, hit, credited, killed, killers)  # before looting changes the killers' armour
     _credit_kills(state, killed, killers)
     return CombatResult(a, t, s, damage, hit, killed, killers)
 
@@ -181,4 +183,6 @@ def _credit_kills(state: State, killed: np.ndarray, killers: np.ndarray) -> None
     np.add.at(ent.player_kills, killers[players_killed], 1)
     better = ent.armour[killed] > ent.armour[killers]
     ent.armour[killers] = np.where(better, ent.armour[killed], ent.armour[killers])
-    ent.max_equipment[killers] = np.maximum(ent.max_equipment[killers], ent.equipment(killers))
+    equipment_before = ent.max_equipment[killers]
+    ent.max_equipment[killers] = np.maximum(equipment_before, ent.equipment(killers))
+    events.looted(state, killers, equipment_before)

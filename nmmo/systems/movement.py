@@ -18,6 +18,7 @@ from nmmo import draws
 from nmmo.config import Config
 from nmmo.enums import Direction, Material
 from nmmo.rules import DELTAS, WALKABLE, is_frozen
+from nmmo.systems import events
 
 _STAY, _LAVA = int(Direction.STAY), int(Material.LAVA)  # plain ints: IntEnum operands slow ufuncs down
 
@@ -56,6 +57,7 @@ def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Genera
         tiles.occupancy[ent.row[w], ent.col[w]] = -1
         ent.row[w], ent.col[w] = cr[winners], cc[winners]
         tiles.occupancy[ent.row[w], ent.col[w]] = w
+        events.moved(state, w)
         waiting = ~free  # everyone who claimed a free tile either moved or lost it for good
         pending, pr, pc = pending[waiting], pr[waiting], pc[waiting]
     return lava

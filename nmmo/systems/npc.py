@@ -11,32 +11,17 @@ when no path exists inside the window. NPCs never enter lava or water.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from nmmo import draws
 from nmmo.config import Config
 from nmmo.enums import Direction, NPCType
-from nmmo.rules import STEPS, WALKABLE, chebyshev, reaches
+from nmmo.rules import STEPS, WALKABLE, chebyshev, reaches, window_offsets
 from nmmo.state import State
 
 
 def _chebyshev(ent, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return chebyshev(ent.row[a], ent.col[a], ent.row[b], ent.col[b])
-
-
-@functools.lru_cache(maxsize=8)
-def window_offsets(radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(dr, dc, chebyshev distance) of a (2r+1)^2 window, sorted by distance then row-major."""
-    dr, dc = np.meshgrid(np.arange(-radius, radius + 1), np.arange(-radius, radius + 1), indexing="ij")
-    dr, dc = dr.ravel(), dc.ravel()
-    dist = chebyshev(dr, dc, 0, 0)
-    order = np.argsort(dist, kind="stable")
-    out = dr[order].astype(np.int32), dc[order].astype(np.int32), dist[order].astype(np.int32)
-    for array in out:
-        array.setflags(write=False)  # cached: shared by every caller
-    return out
 
 
 NO_ACTIONS = (np.zeros(0, dtype=np.int64),) * 4

@@ -13,6 +13,7 @@ from nmmo import draws
 from nmmo.config import Config
 from nmmo.enums import Material, Skill
 from nmmo.state import State
+from nmmo.systems import events
 from nmmo.systems.progression import add_xp
 
 _FOREST = int(Material.FOREST)  # a plain int: IntEnum operands slow ufuncs down
@@ -47,6 +48,8 @@ def _update_players(state: State, config: Config, players: np.ndarray) -> None:
     water = np.where(next_to_water, water_cap, water)
 
     harvested = players[on_forest]
+    drank = players[next_to_water]
+    events.forage(state, harvested, drank)
     if harvested.size:
         tiles.material[ent.row[harvested], ent.col[harvested]] = Material.SCRUB
         flat = ent.row[harvested].astype(np.int64) * tiles.cols + ent.col[harvested]
@@ -55,7 +58,6 @@ def _update_players(state: State, config: Config, players: np.ndarray) -> None:
         scale = config.PROGRESSION_HARVEST_XP_SCALE
         level_max = config.PROGRESSION_LEVEL_MAX
         add_xp(ent, harvested, Skill.HUNTING, scale * ent.level[harvested, Skill.HUNTING].astype(np.int64), level_max)
-        drank = players[next_to_water]
         add_xp(ent, drank, Skill.FISHING, scale * ent.level[drank, Skill.FISHING].astype(np.int64), level_max)
 
     is_starving = food == 0

@@ -19,10 +19,9 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.enums import NPCType, Skill
-from nmmo.rules import WALKABLE, danger
+from nmmo.rules import WALKABLE, danger, ring_tiles
 from nmmo.state import NO_TICK, State
 from nmmo.systems.progression import xp_table
-from nmmo.world import ring_tiles
 
 _NO_TILES = np.zeros((0, 2), dtype=np.int64)
 _NO_TILES.setflags(write=False)
@@ -51,6 +50,8 @@ def _reset_entity_rows(ent, rows: np.ndarray, born) -> None:
     ent.player_kills[rows] = 0
     ent.max_equipment[rows] = 0
     ent.max_explore[rows] = 0
+    ent.event_totals[rows] = 0  # the event log's life totals (`nmmo.systems.events`)
+    ent.tile_ticks[rows] = 0
     ent.armour[rows] = 0
     ent.spawn_tick[rows] = born
 
@@ -131,19 +132,6 @@ def initial_ring_positions(n: int, team_size: int, center: int, rng: np.random.G
         starts.append(side * edge + shift + step * np.arange(count))
     anchors = np.concatenate(starts)
     return (anchors[slots // team_size] + slots % team_size) % ring
-
-
-def min_spawn_distance(n: int, team_size: int, center: int) -> int:
-    """The smallest Chebyshev distance `initial_ring_positions` guarantees between the starting
-    tiles of players of different teams (1, distinct tiles, when it falls back to ring length)."""
-    edge = center - 1
-    units = -(-n // team_size)
-    per_edge = -(-units // 4)
-    if per_edge * team_size > edge:
-        return 1
-    if units <= 1:
-        return 2 * edge  # a single unit: nobody to keep apart from
-    return edge // per_edge - (team_size - 1)
 
 
 def respawn_players(state: State, config: Config, rng: np.random.Generator) -> np.ndarray:

@@ -213,7 +213,7 @@ def test_a_live_run_of_the_shipped_baseline_paints_its_value_function(tmp_path):
     policy (no value estimates) offers neither."""
     pytest.importorskip("torch")
     from nmmo.landscape import BLANK, NAME
-    from nmmo.runner import simulate
+    from nmmo.cli.runner import simulate
 
     conf = nmmo.config.load("tournament").set("HORIZON", 50)
     session = LiveSession(conf, "baseline:small", seed=3)

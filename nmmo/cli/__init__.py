@@ -1,6 +1,6 @@
 """The `nmmo` command line: one tool, its commands found where they live.
 
-The engine's own commands are here: `maps`, `config` and `run` (`nmmo.runner`). The others come
+The engine's own commands are here: `maps` and `config`; `run` is `nmmo.cli.runner`'s. It and the others come
 from the packages above the engine through the ``nmmo.commands`` entry point group, declared in
 pyproject.toml (`evaluation`: eval, tournament, experiment, demo; `baselines`: train;
 `client_server`: serve), so the engine imports none of its clients and a third-party package can
@@ -232,9 +232,6 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", help="config name, preset or TOML path")
     diff.set_defaults(func=_cmd_config_diff)
 
-    from nmmo import runner
-
-    runner.add_commands(sub)
     for plugin in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.name):
         plugin.load()(sub)
     return parser

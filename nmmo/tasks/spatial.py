@@ -1,0 +1,219 @@
+"""Built-in predicates on positions: tiles and entities in sight, tiles occupied or seized, distances.
+
+Coordinates are map coordinates of the agent's world, the lava border included (nmmo 2.x's), and
+distances Chebyshev's (nmmo 2.x's "l-inf"). "Can see" means within PLAYER_VISION_RADIUS, the
+square window an agent observes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nmmo.config import Config
+from nmmo.enums import Material
+from nmmo.rules import chebyshev
+from nmmo.tasks import core
+from nmmo.tasks.core import BIG, EQUALS, MIN, ONE_MINUS, Context, Leaves, Param, Predicate, Term, all_of, any_of, clip01
+
+MATERIALS = tuple(material.name.capitalize() for material in Material)
+_ROW = Param("row", "int", low=0, high=4095, scale=1024)
+_COL = Param("col", "int", low=0, high=4095, scale=1024)
+_NUM_TICKS = Param("num_ticks", "int", low=1, scale=1024)
+
+
+class CanSeeTile(Predicate):
+    """1 when a live member sees a tile of `tile_type` (a material)."""
+
+    name = "CanSeeTile"
+    params = (Param("tile_type", "choice", choices=MATERIALS),)
+
+    def term(self, args: dict[str, Any], config: Config) -> Term:
+        return Term(core.SEES + args["tile_type"])
+
+
+class CanSeeGroup(Predicate):
+    """1 when a live member sees a live agent of `target`."""
+
+    name = "CanSeeGroup"
+    params = (Param("target", "group"),)
+
+    def bind(self, leaves: Leaves, ctx: Context) -> None:
+        """Every (leaf, subject member, target member) triple."""
+        s, g = leaves.subject, leaves.groups["target"]
+        pairs = [np.array(np.meshgrid(s.slots[s.owner == i], g.slots[g.owner == i])).reshape(2, -1)
+                 for i in range(leaves.n)]
+        leaves.static["viewer"] = np.concatenate([p[0] for p in pairs]).astype(np.int64)
+        leaves.static["seen"] = np.concatenate([p[1] for p in pairs]).astype(np.int64)
+        leaves.static["owner"] = np.repeat(np.arange(leaves.n), [p.shape[1] for p in pairs])
+
+    def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
+        a, b = leaves.static["viewer"], leaves.static["seen"]
+        ent = ctx.ent
+        near = chebyshev(ent.row[a], ent.col[a], ent.row[b], ent.col[b]) <= ctx.config.PLAYER_VISION_RADIUS
+        seen = near & ctx.alive[a] & ctx.alive[b]
+        return (np.bincount(leaves.static["owner"], weights=seen, minlength=leaves.n) > 0).astype(np.float64)
+
+
+class CanSeeAgent(Predicate):
+    """CanSeeGroup for a target naming one agent ("leader", "left_team_leader", ...)."""
+
+    name = "CanSeeAgent"
+    params = CanSeeGroup.params
+
+    def rewrite(self, args: dict[str, Any], config: Config) -> dict:
+        return {"predicate": "CanSeeGroup", "args": args}
+
+
+class OccupyTile(Predicate):
+    """1 when a live member stands on (`row`, `col`)."""
+
+    name = "OccupyTile"
+    params = (_ROW, _COL)
+
+    def term(self, args: dict[str, Any], config: Config) -> Term:
+        return Term(core.TILE, EQUALS, threshold=args["row"] * config.MAP_SIZE + args["col"])
+
+
+class DistanceTraveled(Predicate):
+    """The live members' summed distance from where they spawned, over `dist`."""
+
+    name = "DistanceTraveled"
+    params = (Param("dist", "int", low=1, scale=128),)
+
+    def term(self, args: dict[str, Any], config: Config) -> Term:
+        return Term(core.SPAWN_DISTANCE, denom=args["dist"])
+
+
+class ProgressTowardCenter(Predicate):
+    """1 - (the nearest live member's distance to the centre tile) / (MAP_CENTER // 2); 0 when
+    no member is alive."""
+
+    name = "ProgressTowardCenter"
+
+    def term(self, args: dict[str, Any], config: Config) -> Term:
+        return Term(core.CENTER_DISTANCE, agg=MIN, denom=config.MAP_CENTER // 2, post=ONE_MINUS)
+
+
+class AllMembersWithinRange(Predicate):
+    """1 when the live members' rows and columns each span at most `dist`; otherwise nmmo 2.x's
+    partial credit: the mean of (MAP_CENTER - span) / (MAP_CENTER - dist) and, for rows and
+    columns, dist / max(3 std, dist). 0 when no member is alive."""
+
+    name = "AllMembersWithinRange"
+    params = (Param("dist", "int", low=0, scale=128),)
+
+    def bind(self, leaves: Leaves, ctx: Context) -> None:
+        m = leaves.subject
+        filled = m.counts > 0
+        leaves.static["filled"], leaves.static["starts"] = np.flatnonzero(filled), m.starts[filled]
+        dist = leaves.args["dist"][filled].astype(np.float64)
+        leaves.static["dist"], leaves.static["sd_dist"] = dist, dist[:, None]
+        leaves.static["far"] = np.maximum(ctx.config.MAP_CENTER - dist, 1)
+
+    def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
+        m, static = leaves.subject, leaves.static
+        out = np.zeros(leaves.n)
+        if not static["filled"].size:
+            return out
+        starts, dist = static["starts"], static["dist"]
+        alive = ctx.alive[m.slots][:, None]
+        rc = np.empty((m.slots.size, 2))
+        rc[:, 0], rc[:, 1] = ctx.row[m.slots], ctx.col[m.slots]
+        span = (np.maximum.reduceat(np.where(alive, rc, -BIG), starts) - np.minimum.reduceat(np.where(alive, rc, BIG),
+                                                                                              starts))
+        span = np.maximum(span[:, 0], span[:, 1])
+        within = span <= dist  # nobody alive: span -2 BIG
+        if all_of(within):
+            out[static["filled"]] = span > -BIG
+            return out
+        weighted = rc * alive
+        count = np.maximum(np.add.reduceat(alive[:, 0], starts), 1)[:, None]
+        mean = np.add.reduceat(weighted, starts) / count
+        std = np.sqrt(np.maximum(np.add.reduceat(weighted * rc, starts) / count - mean * mean, 0.0))
+        spread = np.maximum(3 * std, static["sd_dist"])  # (leaves, 2)
+        score = np.divide(static["sd_dist"], spread, out=np.zeros(spread.shape), where=spread > 0)
+        score = score[:, 0] + score[:, 1]
+        partial = clip01(((ctx.config.MAP_CENTER - span) / static["far"] + score) / 3.0)
+        out[static["filled"]] = np.where(span <= -BIG, 0.0, np.where(within, 1.0, partial))
+        return out
+
+
+class SeizeTile(Predicate):
+    """Hold (`row`, `col`) for `num_ticks`. A tile is seized by the last player to stand on it
+    whose team did not hold it already (NPCs never seize), and stays theirs after they leave
+    (until a new agent takes the holder's slot). When a subject member holds it: progress_bonus
+    + seize_bonus + the rest in proportion to the ticks held; otherwise progress_bonus * (1 -
+    nearest live member's distance / (MAP_CENTER // 2))."""
+
+    name = "SeizeTile"
+    params = (_ROW, _COL, _NUM_TICKS, Param("progress_bonus", "float", 0.4, 0, 1, scale=1),
+              Param("seize_bonus", "float", 0.3, 0, 1, scale=1))
+
+    def bind(self, leaves: Leaves, ctx: Context) -> None:
+        rows, cols = leaves.args["row"].astype(np.int64), leaves.args["col"].astype(np.int64)
+        m, args, side = leaves.subject, leaves.args, ctx.config.MAP_SIZE
+        leaves.static["flat"] = (rows + leaves.world * side) * ctx.state.tiles.cols + cols
+        leaves.static["rows"], leaves.static["cols"] = rows[m.owner], cols[m.owner]
+        leaves.static["gain"] = (1.0 - args["progress_bonus"] - args["seize_bonus"]) / args["num_ticks"]
+        leaves.static["held_base"] = args["progress_bonus"] + args["seize_bonus"]
+        leaves.static["approach"] = args["progress_bonus"] / max(ctx.config.MAP_CENTER // 2, 1)
+        slots = ctx.layout.slots * ctx.layout.n_worlds
+        is_member = np.zeros((leaves.n, slots + 1), dtype=bool)  # the last column: no holder (-1)
+        is_member[m.owner, m.slots] = True
+        leaves.static["is_member"], leaves.static["leaf"] = is_member, np.arange(leaves.n)
+        for key in ("holder", "holder_team", "since"):  # never zeroed: the tile's history
+            leaves.kept[key] = np.full(leaves.n, -1, dtype=np.int64)
+
+    def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
+        m, static, kept = leaves.subject, leaves.static, leaves.kept
+        ticks = ctx.ticks(leaves)
+        holder, holder_team = kept["holder"], kept["holder_team"]
+        if ctx.newcomers is not None:  # a new agent in the holder's slot: the tile is free again
+            gone = (holder >= 0) & ctx.newcomers[holder]
+            holder[gone], holder_team[gone] = -1, -1
+        occupant = ctx.state.tiles.occupancy.ravel()[static["flat"]]
+        team = ctx.team_of_row[occupant]  # -1: nobody, or an NPC
+        new = (team >= 0) & (team != holder_team)
+        if any_of(new):
+            who = occupant[new].astype(np.int64)
+            holder[new], holder_team[new] = who, team[new]
+            kept["since"][new] = ticks[new] - ctx.ent.tile_ticks[who]
+        held = static["is_member"][static["leaf"], holder]
+        d = chebyshev(ctx.row[m.slots], ctx.col[m.slots], static["rows"], static["cols"])
+        nearest = m.min(np.where(ctx.alive[m.slots], d, BIG), empty=BIG)
+        value = np.where(held, static["held_base"] + static["gain"] * (ticks - kept["since"]),
+                         static["approach"] * (ctx.config.MAP_CENTER // 2 - nearest))
+        return np.where(nearest < BIG, clip01(value), 0.0)
+
+
+class SeizeCenter(Predicate):
+    """SeizeTile on the centre tile (MAP_SIZE // 2, MAP_SIZE // 2)."""
+
+    name = "SeizeCenter"
+    params = (_NUM_TICKS, Param("progress_bonus", "float", 0.3, 0, 1, scale=1),
+              Param("seize_bonus", "float", 0.3, 0, 1, scale=1))
+
+    def rewrite(self, args: dict[str, Any], config: Config) -> dict:
+        center = config.MAP_SIZE // 2
+        return {"predicate": "SeizeTile", "args": {"row": center, "col": center, **args}}
+
+
+QUADRANTS = ("first", "second", "third", "fourth")
+_QUADRANT_SIGNS = {"first": (1, 1), "second": (-1, 1), "third": (-1, -1), "fourth": (1, -1)}  # nmmo 2.x's
+
+
+class SeizeQuadCenter(Predicate):
+    """SeizeTile on the centre of a quadrant: MAP_CENTER // 4 tiles from the centre diagonally."""
+
+    name = "SeizeQuadCenter"
+    params = (_NUM_TICKS, Param("quadrant", "choice", choices=QUADRANTS),
+              Param("progress_bonus", "float", 0.3, 0, 1, scale=1), Param("seize_bonus", "float", 0.3, 0, 1, scale=1))
+
+    def rewrite(self, args: dict[str, Any], config: Config) -> dict:
+        center, half = config.MAP_SIZE // 2, config.MAP_CENTER // 4
+        sign_row, sign_col = _QUADRANT_SIGNS[args["quadrant"]]
+        rest = {key: value for key, value in args.items() if key != "quadrant"}
+        return {"predicate": "SeizeTile", "args": {"row": center + half * sign_row, "col": center + half * sign_col,
+                                                    **rest}}

@@ -1,0 +1,222 @@
+"""Tasks held by agents: assignment at reset, then one vectorized evaluation per tick.
+
+`TaskState` is what an env calls::
+
+    tasks = TaskState(load_task_set("foraging"), config)       # assign="agent" or "team"
+    tasks.reset(state, rng)                                    # after the realm's reset
+    step = tasks.evaluate(state)                               # after every realm tick
+    step.rewards, step.progress, step.completed, step.task     # one entry per agent slot
+
+Assignment: one spec per agent slot (``assign="agent"``) or per team (``"team"``: every member
+holds it), drawn by weight with the given generator, or given explicitly; the same generator
+state gives the same assignment. Use a generator of its own (`task_rng`), not the env's: drawing
+from the env's would change the game.
+
+Task types (nmmo 2.1.1's Task, OngoingTask, HoldDurationTask): ``task`` rewards increments of
+progress (negative when progress falls) until it completes, then nothing; ``ongoing`` rewards the
+progress every tick; ``hold`` counts consecutive ticks with progress 1, its progress is that
+count over `hold`, rewarded by increments, and 1.0 on the tick it completes. ``reward_on =
+"completion"`` rewards 1 once when it completes instead (ongoing: every tick it is satisfied).
+Rewards are multiplied by the spec's `reward` and go to the agent, or to every member slot of
+the team (reward_to = "team").
+
+Lives: a task belongs to an agent's life. An agent's task is evaluated while the agent is alive
+and once more on the tick it dies (its last events count); a slot's next agent (respawn) holds
+the same spec, started afresh (progress, counts and completion back to zero). A team's task
+runs for the whole episode while any member is (or was at the tick's start) alive; respawned
+members join it. Slots report their task's index, progress and completion even when empty (the
+env decides whom to report to).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+from nmmo.config import Config
+from nmmo.state import State
+from nmmo.tasks.compiler import Compiled, compile_tasks
+from nmmo.tasks.core import Context, Layout, all_of, any_of, clip01
+from nmmo.tasks.embedding import embed
+from nmmo.tasks.spec import TaskSet
+
+#: Stream id that `task_rng` mixes into an episode seed, so task draws never touch the game's.
+TASK_STREAM = 0x7A5C
+
+
+def task_rng(episode_seed: int) -> np.random.Generator:
+    """The generator tasks of an episode are assigned with: a stream of its own from the seed."""
+    return np.random.default_rng([TASK_STREAM, int(episode_seed)])
+
+
+@dataclass
+class TaskStep:
+    """One tick of tasks, one entry per agent slot."""
+
+    rewards: np.ndarray  # float64: task rewards this tick
+    progress: np.ndarray  # float64 in [0, 1]: progress of the task the slot holds
+    completed: np.ndarray  # bool
+    task: np.ndarray  # int32, read-only: index of the slot's task in the task set (fixed for the episode)
+
+
+class TaskState:
+    """Tasks of `n_worlds` worlds of `config` (the fused engine's layout: world w's slot s is row
+    w * PLAYER_N + s); see the module notes. `seconds` is its own evaluation time (a code timer);
+    `timing(state)` adds the event log's."""
+
+    def __init__(self, tasks: TaskSet, config: Config, assign: str = "agent", n_worlds: int = 1) -> None:
+        if assign not in ("agent", "team"):
+            raise ValueError(f"assign must be 'agent' or 'team', got {assign!r}")
+        self.tasks, self.config, self.assign = tasks, config, assign
+        self.layout = Layout(config.PLAYER_N, config.PLAYER_TEAM_SIZE, n_worlds)
+        self.n_slots = config.PLAYER_N * n_worlds
+        weights = np.array([spec.weight for spec in tasks], dtype=np.float64)
+        if weights.sum() <= 0:
+            raise ValueError(f"{tasks.source}: every task has weight 0: nothing to sample")
+        self.weights = weights / weights.sum()
+        self.embeddings = np.stack([embed(spec) for spec in tasks])  # (tasks, EMBEDDING_SIZE) float32
+        self.row_offset = (np.arange(self.n_slots) // config.PLAYER_N * config.MAP_SIZE).astype(np.int32)
+        self._team_of_row: np.ndarray | None = None
+        self.seconds = 0.0
+        self.task = np.full(self.n_slots, -1, dtype=np.int32)
+        self._compiled: Compiled | None = None
+
+    @property
+    def units(self) -> int:
+        """How many specs an assignment holds: one per slot or one per team."""
+        return self.n_slots if self.assign == "agent" else self.layout.n_teams * self.layout.n_worlds
+
+    def reset(self, state: State, rng: np.random.Generator | None = None, assignment=None,
+              world_ticks: np.ndarray | None = None) -> None:
+        """Assign tasks for a new episode: `assignment` (spec indices, one per unit: slot or team)
+        or drawn by weight from `rng`."""
+        start = perf_counter()
+        if assignment is None:
+            if rng is None:
+                raise ValueError("pass a numpy Generator (e.g. nmmo.tasks.task_rng(seed)) or an explicit assignment")
+            assignment = rng.choice(len(self.tasks), size=self.units, p=self.weights)
+        assignment = np.asarray(assignment)
+        if (assignment.shape != (self.units,) or not np.issubdtype(assignment.dtype, np.integer)
+                or assignment.min() < 0 or assignment.max() >= len(self.tasks)):
+            raise ValueError(f"assignment must be {self.units} task indices in [0, {len(self.tasks)}) (one per "
+                             f"{self.assign}), got {assignment!r}")
+        if self.assign == "team":
+            assignment = assignment[self._team_of_slot()]
+        self.task[:] = assignment
+        self._task_view = self.task.view()
+        self._task_view.flags.writeable = False
+        self._ticks = np.zeros(self.layout.n_worlds, dtype=np.int64)
+        ticks = np.zeros(self.layout.n_worlds, dtype=np.int64) if world_ticks is None else world_ticks
+        self._team_of_row = np.full(state.entities.capacity + 1, -1, dtype=np.int64)
+        self._team_of_row[: self.n_slots] = self._team_of_slot()
+        ctx = Context(state, self.config, self.layout, ticks, self.row_offset, self._team_of_row)
+        self._compiled = c = compile_tasks(self.tasks, self.layout, self.task, ctx)
+        n = len(c.spec)
+        self._progress = np.zeros(n)
+        self._completed = np.zeros(n, dtype=bool)
+        self._timer = np.zeros(n)
+        ent = state.entities
+        self._slot_id = ent.id[: self.n_slots].copy()
+        self._was_alive = ent.alive[: self.n_slots].copy()
+        self.seconds += perf_counter() - start
+
+    def _team_of_slot(self) -> np.ndarray:
+        world, local = np.divmod(np.arange(self.n_slots), self.config.PLAYER_N)
+        return world * self.layout.n_teams + local // self.layout.team_size
+
+    def evaluate(self, state: State, world_ticks: np.ndarray | None = None) -> TaskStep:
+        """Progress and rewards of every task after a tick (`world_ticks`: each world's tick,
+        default the state's)."""
+        start = perf_counter()
+        c = self._compiled
+        if c is None:
+            raise RuntimeError("call TaskState.reset(state, rng) before evaluate()")
+        ent, n = state.entities, self.n_slots
+        alive, ids = ent.alive[:n], ent.id[:n]
+        newcomer = alive & (ids != self._slot_id)  # a new agent in the slot: its task starts afresh
+        if any_of(newcomer):
+            self._slot_id[newcomer] = ids[newcomer]
+            self._restart(newcomer)
+        else:
+            newcomer = None
+        active_slot = alive | self._was_alive
+        if all_of(active_slot):
+            active = None
+        else:
+            active = np.bincount(c.recipient_inst, weights=active_slot[c.recipient_slot], minlength=len(c.spec)) > 0
+
+        if world_ticks is None:
+            self._ticks[:] = state.tick
+        ctx = Context(state, self.config, self.layout, self._ticks if world_ticks is None else world_ticks,
+                      self.row_offset, self._team_of_row, newcomer)
+        progress = np.zeros(c.n_nodes)
+        if c.terms is not None:
+            progress[c.terms.nodes] = c.terms.evaluate(ctx)
+        for batch in c.batches:
+            values = clip01(batch.predicate.progress(ctx, batch))
+            negated = batch.static["negated"]
+            if negated.size:
+                values[negated] = 1.0 - values[negated]
+            progress[batch.nodes] = values
+        for combination in c.combinations:
+            combination.apply(progress)
+        rewards = self._account(progress[c.root], active)  # every node's progress is already in [0, 1]
+
+        self._was_alive[:] = alive
+        slot_rewards = np.bincount(c.recipient_slot, weights=rewards[c.recipient_inst], minlength=n)
+        step = TaskStep(slot_rewards, self._progress[c.held], self._completed[c.held], self._task_view)
+        self.seconds += perf_counter() - start
+        return step
+
+    def _account(self, value: np.ndarray, active: np.ndarray | None) -> np.ndarray:
+        """Rewards of every instance from this tick's predicate value; progress, completion and
+        hold timers advance for the active ones (None: all)."""
+        c = self._compiled
+        done, before = self._completed, self._progress
+        satisfied = value >= 1.0
+        progress = value
+        if c.any_hold:
+            timer = np.where(satisfied, self._timer + 1, 0.0)
+            progress = np.where(c.is_hold, np.minimum(timer * c.inv_hold, 1.0), value)
+        progress = np.where(done & c.not_ongoing, before, progress)  # a completed task stays as it was
+        completed = done | (progress >= 1.0)
+        just = completed ^ done
+        rewards = progress - before
+        if c.any_hold:
+            rewards[c.is_hold & just] = 1.0
+        if c.any_ongoing:
+            rewards = np.where(c.not_ongoing, rewards, value)
+        if c.any_completion:
+            rewards = np.where(c.on_completion, np.where(c.not_ongoing, just, satisfied), rewards)
+        rewards *= c.multiplier
+        if active is None:
+            self._progress, self._completed = progress, completed
+            if c.any_hold:
+                self._timer = timer
+            return rewards
+        self._progress = np.where(active, progress, before)
+        self._completed = np.where(active, completed, done)
+        if c.any_hold:
+            self._timer = np.where(active, timer, self._timer)
+        return np.where(active, rewards, 0.0)
+
+    def _restart(self, slots_mask: np.ndarray) -> None:
+        c = self._compiled
+        instances = (c.inst_slot >= 0) & slots_mask[np.maximum(c.inst_slot, 0)]
+        self._progress[instances] = 0.0
+        self._completed[instances] = False
+        self._timer[instances] = 0.0
+        for batch, owners in zip(c.batches, c.leaf_inst, strict=True):
+            batch.restart(instances[owners])
+        if c.terms is not None:
+            c.terms.restart(instances[c.term_inst])
+
+    def slot_embeddings(self) -> np.ndarray:
+        """(slots, EMBEDDING_SIZE) float32: the embedding of each slot's task."""
+        return self.embeddings[self.task]
+
+    def timing(self, state: State) -> dict[str, float]:
+        """Seconds spent so far: writing the event log (``state.event_seconds``) and on tasks."""
+        return {"events_s": float(state.event_seconds), "tasks_s": float(self.seconds)}
