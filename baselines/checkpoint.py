@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nmmo.files import atomic_write_bytes
+from nmmo.io.files import atomic_write_bytes
 
 
 class CheckpointError(ValueError):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.layout import ObsBatch
+from nmmo.core.layout import ObsBatch
 from nmmo.policy import act_rows, load_policy_class
 
 #: [direction, style, target] of an agent that stays and does not attack.

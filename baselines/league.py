@@ -31,7 +31,7 @@ import trueskill
 
 from baselines.env_policies import EnvPolicies
 from evaluation.rating import ANCHOR, BETA, skill_rating
-from nmmo.files import atomic_write_bytes
+from nmmo.io.files import atomic_write_bytes
 from nmmo.policy import check_spec_from_file, load_policy_class
 
 LEARNER = "learner"

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nmmo.enums import EntityAttr, TileAttr
+from nmmo.core.enums import EntityAttr, TileAttr
 
 N_MATERIALS = 6
 NEG = -1e9

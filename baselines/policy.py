@@ -16,7 +16,7 @@ import torch
 from baselines.model import Policy
 from baselines.ppo import act, load_checkpoint
 from nmmo.config import Config
-from nmmo.layout import ObsBatch
+from nmmo.core.layout import ObsBatch
 from nmmo.policy import ArrayPolicy
 
 

@@ -1,6 +1,6 @@
 """Recurrent PPO for nmmo, in one readable file (every hyper-parameter in `Args`).
 
-Shared weights across all agents; rollouts from `nmmo.vector.VectorEnv` (no per-agent Python on the
+Shared weights across all agents; rollouts from `nmmo.envs.vector.VectorEnv` (no per-agent Python on the
 hot path: one batched forward per tick for every agent slot of every env); the LSTM memory of a slot
 is reset when a new agent takes it; GAE, clipped objective, value loss, entropy bonus; minibatches
 are sets of whole slot sequences so the recurrence replays in order. Logs a CSV/JSON row per
@@ -18,7 +18,6 @@ import dataclasses
 import io
 import json
 import os
-import signal
 import time
 from pathlib import Path
 
@@ -33,9 +32,9 @@ from baselines.model import Policy, parameter_count, to_tensors
 from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
 from nmmo import console
-from nmmo.files import atomic_write_bytes, remove_stale_temps
+from nmmo.envs.vector import METRIC_NAMES, VectorEnv
+from nmmo.io.files import atomic_write_bytes, remove_stale_temps
 from nmmo.policy import load_policy_class
-from nmmo.vector import METRIC_NAMES, VectorEnv
 
 
 def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config,
@@ -218,7 +217,6 @@ def train(args: Args) -> dict:
             # checkpoint first, then the log row: a kill in between leaves the row in the checkpoint,
             # and --resume writes it (`reconcile_log`); the log never runs ahead of the checkpoint
             save_checkpoint(out / "checkpoint.pt", model, optimizer, args, step, iteration, config, rng, row)
-            fault_point("between_checkpoint_and_log", iteration)
             _append_log(out, row)
             if run is not None:
                 run.log(row, step=step)
@@ -282,7 +280,7 @@ def _league_iteration(league: League, members: list, deaths: np.ndarray, learner
 
 def _supplies(obs: dict[str, np.ndarray]) -> np.ndarray:
     """(rows, 2) food and water of each row's own agent, from its Entity row 0."""
-    from nmmo.enums import EntityAttr
+    from nmmo.core.enums import EntityAttr
 
     return obs["entity"][:, 0, [EntityAttr.FOOD, EntityAttr.WATER]].astype(np.float32)
 
@@ -435,13 +433,6 @@ def reconcile_log(out: Path, iteration: int, last_row: dict | None) -> None:
     csv = [",".join(rows[0])] if rows else []
     csv += [",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row.values()) for row in rows]
     atomic_write_bytes(out / "log.csv", "".join(line + "\n" for line in csv).encode())
-
-
-def fault_point(name: str, iteration: int) -> None:
-    """A kill -9 on demand, for the tests of what a killed run leaves behind: when the environment
-    has NMMO_FAULT=NAME:ITERATION, this process kills itself there."""
-    if os.environ.get("NMMO_FAULT") == f"{name}:{iteration}":
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def curves(out: str | os.PathLike) -> Path | None:

@@ -58,7 +58,7 @@ def random_moves(obs: dict, rng: np.random.Generator) -> dict:
 def run_case(case: str, api: str, steps: int) -> dict:
     """Run one case in this process and return its figures."""
     import nmmo
-    from nmmo import world
+    from nmmo.core import world
 
     conf = make_config(case)
     world.get_map(conf, 0)  # make sure the map is cached: reset time is measured on a cached map

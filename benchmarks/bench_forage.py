@@ -38,7 +38,7 @@ import numpy as np
 import nmmo
 from evaluation import evaluate
 from evaluation.episode import episode_seeds, eval_map_seeds, policy_seed
-from nmmo.enums import Material
+from nmmo.core.enums import Material
 
 METRICS = ("lifetime", "achievement", "player_kills", "equipment", "explore", "forage")
 
@@ -106,7 +106,7 @@ HOME_REACH = 5
 def home_distance(tiles, row: int, col: int) -> int:
     """Walking steps from (row, col) to the nearest home on the true map (`state.tiles`; -1: none
     reachable)."""
-    from nmmo.rules import WALKABLE
+    from nmmo.core.rules import WALKABLE
     from scripted.memory import FAR, closed_border, distance_field
 
     material = tiles.material
@@ -171,7 +171,7 @@ def causes(bot: str, agents: int, episodes: int, seed: int, reveal_map: bool = F
           + (" (memory given the whole map)" if reveal_map else "") + ": "
           + ", ".join(f"{k} {v:.2f}" for k, v in means.items()) + f"; deaths {dict(totals)}")
     # achievement points by category: each category's tiers alone (the total is their sum)
-    from nmmo.metrics import ACHIEVEMENT_TIERS, achievement_points
+    from nmmo.core.metrics import ACHIEVEMENT_TIERS, achievement_points
 
     values = {name: np.array([life[name] for life in lifetimes], dtype=np.float64) for name in ACHIEVEMENT_TIERS}
     zero = {name: np.zeros(len(lifetimes)) for name in ACHIEVEMENT_TIERS}

@@ -1,4 +1,4 @@
-"""What a value landscape costs: the critic at every walkable tile of a map (`nmmo.landscape`).
+"""What a value landscape costs: the critic at every walkable tile of a map (`nmmo.envs.landscape`).
 
 Recording a replay with a `baseline:`/`ckpt:` policy pays this once per episode (the demo's
 tournament: once per replay), on the demo's map by default: held-out map 0 of the `tournament`
@@ -37,12 +37,12 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     import nmmo
-    from nmmo.landscape import standard_cells, value_landscape
+    from nmmo.envs.landscape import standard_cells, value_landscape
     from nmmo.policy import load_policy_class
 
     config = nmmo.config.resolve(args.config)
     env = nmmo.Env(config, seed=0)
-    env.reset(options={"map_seed": nmmo.world.map_seed(config, args.map, "eval")})
+    env.reset(options={"map_seed": nmmo.core.world.map_seed(config, args.map, "eval")})
     policy = load_policy_class(args.policy)(config)
     start = time.perf_counter()
     landscape = value_landscape(policy, env, args.batch, progress=False)  # the first: what an episode pays

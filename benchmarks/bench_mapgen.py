@@ -9,7 +9,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from nmmo import config, world
+from nmmo import config
+from nmmo.core import world
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ play. ``--fight`` adds random attacks and makes agents mortal (deaths, respawns,
 Timed separately:
 
 - the env's step (`Env.step_arrays`, everything a tick does today, the event log included),
-- the event log's writers (`state.event_seconds`, accumulated by `nmmo.systems.events`),
+- the event log's writers (`state.event_seconds`, accumulated by `nmmo.core.systems.events`),
 - `TaskState.evaluate` (`TaskState.seconds`).
 
 It prints per-tick means and the share (events + tasks) / (step + tasks), the tick as it will be

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 import nmmo
-from nmmo import env as env_module
-from nmmo.systems import combat, movement, npc, resource, spawn
+from nmmo.core.systems import combat, movement, npc, resource, spawn
+from nmmo.envs import env as env_module
 
 STAGES = [
     (npc, "decide"), (resource, "update"), (resource, "regrow_forests"), (combat, "resolve"),

@@ -14,7 +14,7 @@ tree, crystal, herb, slag, stump, fragment, weeds: 'resource tiles', which our g
 
 `--height-quantiles K` prints instead the K quantiles (0 to 1) of the reference's height (the
 blended noise before thresholds) over the playable squares, the mean and the standard deviation:
-`nmmo/world.py`'s REFERENCE_HEIGHT_QUANTILES is this command's output for 64 maps and K = 41.
+`nmmo/core/world.py`'s REFERENCE_HEIGHT_QUANTILES is this command's output for 64 maps and K = 41.
 """
 
 import argparse

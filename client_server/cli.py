@@ -7,7 +7,9 @@ are imported only when the command runs, so `nmmo --help` works without them.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from client_server.guard import normalize_origin
@@ -66,38 +68,73 @@ def _check_serve(args: argparse.Namespace) -> None:
     check_server_flags(args)
 
 
-def serve_command(args: argparse.Namespace) -> int:
-    """Serve the viewer as `args` ask (replay, replay directory or live run); blocks until Ctrl-C."""
+class LiveRun(NamedTuple):
+    """A simulation for `serve_viewer` to run and stream: its config (a name, preset or TOML path),
+    the policy spec driving every agent, the env and policy seed, and ticks per second."""
+
+    config: str
+    policy: str = "scripted:Combat"
+    seed: int = 0
+    speed: float = 10.0
+
+
+def serve_viewer(*, replay: str | Path | None = None, replay_dir: str | Path | None = None,
+                 live: LiveRun | None = None, overlay: str | None = None, host: str = "127.0.0.1",
+                 port: int = 8000, allow_origins: Sequence[str] = (), max_viewers: int = 256,
+                 max_replay_mb: int | None = None, replay_cache_mb: int | None = None) -> int:
+    """Serve the viewer on a replay (opened first; the others in its directory, or in `replay_dir`,
+    are listed beside it), a directory of replays, or a `live` run; blocks until Ctrl-C.
+
+    `overlay` is the overlay the printed viewer link opens with; the rest are where and how much to
+    serve (`max_replay_mb` and `replay_cache_mb`: None for the server's defaults). What `nmmo serve`
+    and `nmmo demo --serve` call."""
+    if (live is not None) == (replay is not None or replay_dir is not None):
+        raise ValueError("serve either a live run or a replay / a replay directory")
     try:
         from client_server.server import create_app, serve
         from client_server.sessions import LiveSession
     except ImportError as err:
         raise ValueError(f"the viewer server needs the [serve] extra (pip install -e '.[serve]'): {err}") from None
+    from client_server.replays import MAX_REPLAY_MB, REPLAY_CACHE_MB
 
-    url = f"http://{args.host}:{args.port}/"
-    guard = {"host": args.host, "port": args.port, "allow_origins": args.allow_origin,
-             "max_viewers": args.max_viewers, "max_replay_mb": args.max_replay_mb,
-             "replay_cache_mb": args.replay_cache_mb}
-    if args.live:
-        session = LiveSession(config_module.resolve(args.config), args.policy, seed=args.seed, speed=args.speed)
+    max_replay_mb = MAX_REPLAY_MB if max_replay_mb is None else max_replay_mb
+    url = f"http://{host}:{port}/"
+    guard = {"host": host, "port": port, "allow_origins": allow_origins, "max_viewers": max_viewers,
+             "max_replay_mb": max_replay_mb,
+             "replay_cache_mb": REPLAY_CACHE_MB if replay_cache_mb is None else replay_cache_mb}
+    if live is not None:
+        session = LiveSession(config_module.resolve(live.config), live.policy, seed=live.seed, speed=live.speed)
         app, url = create_app(live=session, **guard), url + "?live=1"
     else:
-        directory = Path(args.replay_dir) if args.replay_dir else Path(args.replay).parent
-        if args.replay and Path(args.replay).parent.resolve() != directory.resolve():
-            raise ValueError(f"--replay {args.replay} is not inside --replay-dir {directory}")
-        if args.replay:
-            from nmmo.replay import ReplayError, decoded_bytes, read_header
+        directory = Path(replay_dir) if replay_dir else Path(replay).parent
+        if replay and Path(replay).parent.resolve() != directory.resolve():
+            raise ValueError(f"--replay {replay} is not inside --replay-dir {directory}")
+        if replay:
+            from nmmo.io.replay import ReplayError, decoded_bytes, read_header
 
-            read_header(args.replay)  # a clear error now beats a blank viewer later
-            if decoded_bytes(args.replay) > args.max_replay_mb * 2**20:
-                raise ReplayError(args.replay, f"decodes to more than --max-replay-mb {args.max_replay_mb} MiB")
-            url += f"?replay={Path(args.replay).name}"
+            read_header(replay)  # a clear error now beats a blank viewer later
+            if decoded_bytes(replay) > max_replay_mb * 2**20:
+                raise ReplayError(replay, f"decodes to more than --max-replay-mb {max_replay_mb} MiB")
+            url += f"?replay={Path(replay).name}"
         app = create_app(replay_dir=directory, **guard)
-    if getattr(args, "overlay", None):
-        url += ("&" if "?" in url else "?") + f"overlay={quote(args.overlay)}"  # "value landscape": %20
+    if overlay:
+        url += ("&" if "?" in url else "?") + f"overlay={quote(overlay)}"  # "value landscape": %20
     console.print(f"viewer: {url}  (Ctrl-C stops the server)", highlight=False)
-    serve(app, host=args.host, port=args.port)
+    serve(app, host=host, port=port)
     return 0
+
+
+def server_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The `serve_viewer` keywords that the flags of `add_server_flags` set on a command's `args`."""
+    return {"host": args.host, "port": args.port, "allow_origins": args.allow_origin,
+            "max_viewers": args.max_viewers, "max_replay_mb": args.max_replay_mb,
+            "replay_cache_mb": args.replay_cache_mb, "overlay": args.overlay}
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """`nmmo serve`: the viewer as its flags ask (replay, replay directory or live run)."""
+    live = LiveRun(args.config, args.policy, args.seed, args.speed) if args.live else None
+    return serve_viewer(replay=args.replay, replay_dir=args.replay_dir, live=live, **server_options(args))
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """Viewer packets (docs/viewer_protocol.md): a header once, then delta-encoded tick packets.
 
-Frames are `nmmo.replay.capture` dicts (one array per field, one entry per entity slot), so live
+Frames are `nmmo.io.replay.capture` dicts (one array per field, one entry per entity slot), so live
 runs and replays encode the same way. A tick packet lists, column by column, only the entities
 whose fields changed since the previous frame, the ids that disappeared, the tiles that changed,
 and this tick's attacks.
@@ -14,8 +14,8 @@ import json
 import numpy as np
 
 from client_server.protocol import SPEED_RANGE
-from nmmo.enums import MATERIAL_COLORS, Material
-from nmmo.replay import FIELDS, quantize
+from nmmo.core.enums import MATERIAL_COLORS, Material
+from nmmo.io.replay import FIELDS, quantize
 
 PROTOCOL_VERSION = 1
 #: Fields sent per entity (the frame's `alive` and `damage` stay server-side).

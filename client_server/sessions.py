@@ -4,7 +4,7 @@
 - `LiveSession`: one shared simulation (an env driven by a policy) ticking at a chosen rate in a
   worker thread; every `LiveViewer` gets the same packets through its own queue.
 
-Built-in overlays come from `nmmo.overlays.builtin_heatmap` for both, so a live run and its replay
+Built-in overlays come from `nmmo.envs.overlays.builtin_heatmap` for both, so a live run and its replay
 show the same picture. Sessions only read the engine's state; they never change it.
 """
 
@@ -22,8 +22,8 @@ from fastapi import WebSocket
 
 from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
 from client_server.protocol import CommandError
-from nmmo.overlays import BUILTIN as BUILTIN_OVERLAYS
-from nmmo.overlays import VALUE_BLANK, add_visits, blank_note, builtin_heatmap
+from nmmo.envs.overlays import BUILTIN as BUILTIN_OVERLAYS
+from nmmo.envs.overlays import VALUE_BLANK, add_visits, blank_note, builtin_heatmap
 
 #: Built-in overlays change every tick; viewers get them again at most this often (seconds).
 BUILTIN_REFRESH_S = 1.0
@@ -34,8 +34,8 @@ LANDSCAPES_KEPT = 16
 
 def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None) -> tuple[np.ndarray, float, float] | None:
     """A replay's overlay at `tick`: recorded user overlays, or a built-in computed from its frame
-    by `nmmo.overlays.builtin_heatmap`, as the live env computes it."""
-    from nmmo.replay import quantize
+    by `nmmo.envs.overlays.builtin_heatmap`, as the live env computes it."""
+    from nmmo.io.replay import quantize
 
     if name in replay.overlay_names:
         return replay.overlay_at(name, tick)
@@ -198,7 +198,7 @@ class LiveSession:
         """For a policy with value estimates (`last_values`, as trained checkpoints have) a "value
         landscape" overlay (`_paint_landscape`) and a "value" overlay: the mean estimate per tile
         this episode (`ValueMap`, returned); None otherwise."""
-        from nmmo.overlays import ValueMap
+        from nmmo.envs.overlays import ValueMap
 
         if not isinstance(getattr(self.policy, "last_values", None), dict):
             return None
@@ -208,11 +208,11 @@ class LiveSession:
         return values
 
     def _paint_landscape(self) -> None:
-        """The policy's value landscape on this episode's map (`nmmo.landscape`), by an instance of
+        """The policy's value landscape on this episode's map (`nmmo.envs.landscape`), by an instance of
         its own (the playing one keeps its memory), computed once per map: a live run goes round
         its pool's maps, and a big map's landscape takes seconds. The same as a replay's of the
         same checkpoint and map, byte for byte."""
-        from nmmo.landscape import BLANK, NAME, value_landscape
+        from nmmo.envs.landscape import BLANK, NAME, value_landscape
         from nmmo.policy import load_policy_class
 
         key = hashlib.blake2b(self.env.material.tobytes(), digest_size=16).digest()

@@ -7,7 +7,7 @@ halfway through a frame, and never holding more than the limit in memory.
 - Episode to worker: JSON messages (``init``, ``close``) and ``act`` frames, which carry this
   tick's observations as raw arrays: a JSON header (agent ids, tick, each field's name, dict path,
   dtype, shape and byte offset) followed by the arrays' bytes. `decode_observations` rebuilds the
-  array batch (`nmmo.layout.ObsBatch`, views into one buffer) that the policy is handed, whichever
+  array batch (`nmmo.core.layout.ObsBatch`, views into one buffer) that the policy is handed, whichever
   fields the layout has.
 - Worker to episode: fixed binary frames, never JSON (`Reply`): ``R`` (ready), ``E`` and a
   UTF-8 message (an error), or ``A`` and the tick's actions as arrays: a uint32 count n, n int64
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from nmmo.layout import ObsBatch
+from nmmo.core.layout import ObsBatch
 
 HEADER = struct.Struct("<Q")
 #: Largest reply an episode accepts from a worker (actions for every agent fit in far less).

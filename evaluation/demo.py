@@ -2,7 +2,7 @@
 
 A held-out map (generated, previewed as a PNG), a tournament of the scripted bots and the shipped
 neural baseline (`baseline:small`) in the canonical format recording a replay per episode (with the
-baseline's critic over the whole map as the ``value landscape`` overlay, `nmmo.landscape`, and its
+baseline's critic over the whole map as the ``value landscape`` overlay, `nmmo.envs.landscape`, and its
 agents' estimates as the ``value`` one), the leaderboard, and with ``--serve`` the 3D viewer on the
 first replay (`client_server`), opened on the landscape, until Ctrl-C.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nmmo import config as config_module
 from nmmo.cli import add_command, cli_command, console
-from nmmo.landscape import NAME as LANDSCAPE
+from nmmo.envs.landscape import NAME as LANDSCAPE
 
 DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
 #: The shipped neural baseline joins the demo when its package (torch, the [train] extra) is there.
@@ -47,7 +47,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from evaluation.results import save_results
     from evaluation.tables import print_tournament, wide_console
     from evaluation.tournament import run_tournament
-    from nmmo import world
+    from nmmo.core import world
 
     config = config_module.resolve(args.config)
     console.rule(f"nmmo demo: {config.name}")
@@ -76,15 +76,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         console.print(f"4. watch an episode: {cli_command()} serve --replay {replays / 'episode_000.replay'}"
                       + (f" --overlay {shlex.quote(overlay)}" if overlay else ""), highlight=False)
         return 0
-    from client_server.cli import serve_command
+    from client_server.cli import serve_viewer, server_options
 
     console.print("4. serving the 3D viewer on episode 0 (the others are in its replay list)"
                   + (f"; it opens on the '{overlay}' overlay: {DEMO_BASELINE}'s learned critic over the whole map, "
                      "for one standard agent (the 'value' overlay has its agents' own estimates where they "
                      "stood; the overlay menu has the others)" if overlay else ""), highlight=False)
-    args.overlay = args.overlay or overlay
-    args.replay, args.replay_dir, args.live = str(replays / "episode_000.replay"), str(replays), False
-    return serve_command(args)
+    return serve_viewer(replay=replays / "episode_000.replay", replay_dir=replays,
+                        **{**server_options(args), "overlay": args.overlay or overlay})
 
 
 def add_command_to(subparsers: argparse._SubParsersAction) -> None:

@@ -32,11 +32,11 @@ from evaluation.sandbox import Limits, end_of_episode
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from nmmo import config as config_module
 from nmmo import console
-from nmmo.actions import NO_OP_ROW
 from nmmo.config import Config
-from nmmo.landscape import NAME as LANDSCAPE
-from nmmo.outcomes import BatchStep
-from nmmo.process import die_with_parent
+from nmmo.core.actions import NO_OP_ROW
+from nmmo.envs.landscape import NAME as LANDSCAPE
+from nmmo.envs.outcomes import BatchStep
+from nmmo.envs.process import die_with_parent
 
 BACKENDS = ("process", "ray")
 
@@ -77,7 +77,7 @@ def _salt(secret: int | None) -> list[int]:
 
 def eval_map_seeds(config: Config, episodes: int) -> list[int]:
     """Held-out map of each episode: episode i plays on evaluation map i (wrapping around the pool)."""
-    return [nmmo.world.map_seed(config, i % config.MAP_N_EVAL, "eval") for i in range(episodes)]
+    return [nmmo.core.world.map_seed(config, i % config.MAP_N_EVAL, "eval") for i in range(episodes)]
 
 
 # ---------------------------------------------------------------- episode
@@ -145,7 +145,7 @@ def _live(env: nmmo.Env, team_policy: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 class ValueOverlays:
     """Value-function overlays of a recorded episode, for each in-process policy that exposes value
-    estimates (a trained checkpoint's `last_values`): its value landscape (`nmmo.landscape`: the
+    estimates (a trained checkpoint's `last_values`): its value landscape (`nmmo.envs.landscape`: the
     critic at every walkable tile for one standard agent, painted once on the first frame by an
     instance of the policy of its own) named ``value landscape``, and the mean estimate per tile
     of its agents so far (`ValueMap`) named ``value`` (``value: SPEC``, ``value landscape: SPEC``
@@ -153,7 +153,7 @@ class ValueOverlays:
     replays small (each refresh stores a map-sized layer)."""
 
     def __init__(self, env: nmmo.Env, handles: list, every: int = 16) -> None:
-        from nmmo.overlays import ValueMap
+        from nmmo.envs.overlays import ValueMap
 
         self.env, self.every = env, every
         self.policies = [p for p, handle in enumerate(handles) if getattr(handle, "last_values", None) is not None]
@@ -167,7 +167,7 @@ class ValueOverlays:
     def paint_landscape(self, spec: str, name: str) -> None:
         """The landscape of the policy `spec`, by a fresh instance (the playing one keeps its memory);
         quietly: episodes run in worker processes, whose lines would interleave."""
-        from nmmo.landscape import paint_landscape
+        from nmmo.envs.landscape import paint_landscape
         from nmmo.policy import load_policy_class
 
         paint_landscape(self.env, load_policy_class(spec)(self.env.config), name, progress=False)
@@ -175,7 +175,7 @@ class ValueOverlays:
     def add(self, seen: list, tick: int) -> None:
         """Add this tick's estimates of each policy's agents (`seen`: what each policy observed); the
         overlay appears with the first estimates, so a replay shows it from its first tick."""
-        from nmmo.overlays import VALUE_BLANK
+        from nmmo.envs.overlays import VALUE_BLANK
 
         for p in self.policies:
             self.maps[p].add_observed(seen[p], self.handles[p].last_values or {})
@@ -342,7 +342,7 @@ class RayEpisodePool:
     pure function of its task, the result is the one the lost actor would have returned."""
 
     def __init__(self, workers: int, address: str | None = None, max_attempts: int = 3) -> None:
-        from nmmo import distributed
+        from nmmo.envs import distributed
 
         self.ray = distributed.init(address)
         distributed.check_capacity(self.ray, workers)

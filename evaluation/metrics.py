@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nmmo.metrics import LABELS, METRICS  # noqa: F401 - re-exported: evaluation's tables use them
+from nmmo.core.metrics import LABELS, METRICS  # noqa: F401 - re-exported: evaluation's tables use them
 
 
 def check_metric(name: str) -> str:

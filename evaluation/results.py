@@ -36,7 +36,7 @@ from evaluation.metrics import METRICS, TEAM_METRICS
 from evaluation.rating import Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.tournament import FORMAT, FORMAT_VERSION, leaderboard
 from nmmo.config import Config
-from nmmo.files import atomic_write_bytes, remove_stale_temps
+from nmmo.io.files import atomic_write_bytes, remove_stale_temps
 
 RESULTS_FILE = "results.json"
 _COMMON = {"format": str, "version": int, "mode": str, "created": str, "config": dict, "settings": dict,

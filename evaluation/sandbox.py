@@ -57,8 +57,8 @@ from evaluation.channel import (
 )
 from evaluation.faults import preview
 from nmmo.config import Config
-from nmmo.layout import ObsBatch
-from nmmo.process import process_exists
+from nmmo.core.layout import ObsBatch
+from nmmo.envs.process import process_exists
 
 #: Environment variables a worker inherits (everything else is dropped).
 ENV_ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "OMP_NUM_THREADS",

@@ -30,9 +30,9 @@ from evaluation.sandbox import (
     send_observations,
     start_worker,
 )
-from nmmo.actions import UNREADABLE_ROW, action_rows, rows_in_space, rows_to_actions
 from nmmo.config import Config
-from nmmo.layout import ObsBatch, from_dicts
+from nmmo.core.actions import UNREADABLE_ROW, action_rows, rows_in_space, rows_to_actions
+from nmmo.core.layout import ObsBatch, from_dicts
 from nmmo.policy import BUILTIN, PATH_SCHEMES, act_rows, load_policy_class
 
 #: A tick without actions (ids, rows).
@@ -45,7 +45,7 @@ START_METHOD = "spawn"
 def validate_rows(ids: np.ndarray, rows: np.ndarray, controlled: frozenset[int] | set[int],
                   n_obs: int) -> tuple[np.ndarray, np.ndarray, int, str | None]:
     """Keep the rows that are actions of agents in `controlled`, one per agent, inside the action
-    space (`nmmo.actions.rows_in_space`): the one check every policy's reply goes through, whether
+    space (`nmmo.core.actions.rows_in_space`): the one check every policy's reply goes through, whether
     it came from a worker's frame or an in-process policy's dict (`action_rows`).
 
     Returns (kept ids, kept rows, number of rows dropped, a message naming the first dropped row or
@@ -123,7 +123,7 @@ def check_spec(spec: str, timeout: float = 60.0, limits: Limits | None = None) -
 # ---------------------------------------------------------------- handles
 class PolicyHandle(abc.ABC):
     """One policy in an episode: `reset(seed)`, then each tick `submit(batch)` (the array batch of
-    its agents, `nmmo.layout.ObsBatch`; per-agent dicts are accepted too) followed by
+    its agents, `nmmo.core.layout.ObsBatch`; per-agent dicts are accepted too) followed by
     `collect_rows()`, which returns validated actions as agent ids and (direction, style, target)
     rows (possibly empty) and never raises (`collect()`: the same as action dicts). Splitting the
     tick in two lets worker processes think while the rest of the tick's policies run."""

@@ -31,8 +31,9 @@ import numpy as np
 from evaluation.metrics import METRICS
 from evaluation.tournament import evaluate, versions
 from nmmo import config as config_module
-from nmmo import console, world
-from nmmo.files import atomic_write_bytes
+from nmmo import console
+from nmmo.core import world
+from nmmo.io.files import atomic_write_bytes
 
 BOTS = ("scripted:Forage", "scripted:Combat", "scripted:Meander")
 CAPS = (8, 32, 128, 256)

@@ -12,7 +12,7 @@ own, stdin closed and its output in a log file. Before any submission code is im
 
 Then it answers each ``act`` frame (this tick's observations, `evaluation.channel`) with the
 policy's actions as arrays (agent ids and (direction, style, target) rows: a dict the policy
-returns is read here, by `nmmo.actions.action_rows`), or an error; a ``close`` message ends it.
+returns is read here, by `nmmo.core.actions.action_rows`), or an error; a ``close`` message ends it.
 Replies are fixed binary frames of arrays and short texts: the episode never parses JSON or
 unpickles anything that comes from here, and validates and counts every row itself.
 """
@@ -23,7 +23,7 @@ import resource
 import sys
 from typing import Any
 
-from nmmo.process import die_with_parent
+from nmmo.envs.process import die_with_parent
 
 
 def apply_limits(limits: dict[str, Any]) -> None:

@@ -9,14 +9,14 @@ from nmmo import (
     config,
     interfaces,
     policy,
-    world,
 )
-from nmmo.actions import ActionError
 from nmmo.config import Config, ConfigError
-from nmmo.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr
-from nmmo.env import BatchStep, Env
-from nmmo.rules import team_spirit
-from nmmo.vector import VectorEnv
+from nmmo.core import world
+from nmmo.core.actions import ActionError
+from nmmo.core.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr
+from nmmo.core.rules import team_spirit
+from nmmo.envs.env import BatchStep, Env
+from nmmo.envs.vector import VectorEnv
 
 __version__ = "0.1.0"
 

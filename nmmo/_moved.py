@@ -18,6 +18,32 @@ import warnings
 #: Old module path -> new module path (a moved package's sub-modules follow it).
 MOVED = {
     "nmmo.runner": "nmmo.cli.runner",
+    "nmmo.enums": "nmmo.core.enums",
+    "nmmo.state": "nmmo.core.state",
+    "nmmo.rules": "nmmo.core.rules",
+    "nmmo.noise": "nmmo.core.noise",
+    "nmmo.world": "nmmo.core.world",
+    "nmmo.draws": "nmmo.core.draws",
+    "nmmo.realm": "nmmo.core.realm",
+    "nmmo.metrics": "nmmo.core.metrics",
+    "nmmo.obs": "nmmo.core.obs",
+    "nmmo.actions": "nmmo.core.actions",
+    "nmmo.layout": "nmmo.core.layout",
+    "nmmo.systems": "nmmo.core.systems",
+    "nmmo.env": "nmmo.envs.env",
+    "nmmo.outcomes": "nmmo.envs.outcomes",
+    "nmmo.spaces": "nmmo.envs.spaces",
+    "nmmo.global_state": "nmmo.envs.global_state",
+    "nmmo.overlays": "nmmo.envs.overlays",
+    "nmmo.landscape": "nmmo.envs.landscape",
+    "nmmo.vector": "nmmo.envs.vector",
+    "nmmo.fused": "nmmo.envs.fused",
+    "nmmo.distributed": "nmmo.envs.distributed",
+    "nmmo.process": "nmmo.envs.process",
+    "nmmo.files": "nmmo.io.files",
+    "nmmo.npz": "nmmo.io.npz",
+    "nmmo.png": "nmmo.io.png",
+    "nmmo.replay": "nmmo.io.replay",
 }
 
 

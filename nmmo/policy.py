@@ -3,7 +3,7 @@
 A policy is built as ``Policy(config)`` and acts for all the agents it controls at once (so it can
 vectorize), in either of two forms, plus an optional ``reset(seed)``:
 
-- the array form, ``act_arrays(batch) -> rows``: `batch` is a `nmmo.layout.ObsBatch` (each
+- the array form, ``act_arrays(batch) -> rows``: `batch` is a `nmmo.core.layout.ObsBatch` (each
   observation field stacked over the agents, ``batch.ids`` their ids) and `rows` an (n, 3) int
   array of (direction, style, target) rows, row i for agent ``batch.ids[i]`` (style and target -1:
   no attack). It is what every engine-side caller speaks (`act_rows`); `ArrayPolicy` gives such a
@@ -36,9 +36,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nmmo.actions import NO_OP_ROW, action_rows, array_reply_rows, rows_to_actions
 from nmmo.config import Config
-from nmmo.layout import ObsBatch, from_dicts
+from nmmo.core.actions import NO_OP_ROW, action_rows, array_reply_rows, rows_to_actions
+from nmmo.core.layout import ObsBatch, from_dicts
 
 
 class Policy(Protocol):
@@ -78,7 +78,7 @@ def act_rows(policy: Any, batch: ObsBatch) -> tuple[np.ndarray, np.ndarray, str 
     """`policy`'s actions for `batch`, whichever form it speaks, as agent ids (n,), int64 rows
     (n, 3) and the first problem met reading them (None: all read). An array-form reply of the
     wrong shape or type is one problem and every row unreadable; a dict reply goes through
-    `nmmo.actions.action_rows`, which keeps every key so the caller can count foreign agents."""
+    `nmmo.core.actions.action_rows`, which keeps every key so the caller can count foreign agents."""
     if not callable(getattr(policy, "act_arrays", None)):
         return action_rows(policy.act(batch.to_dicts()))
     return batch.ids, *array_reply_rows(policy.act_arrays(batch), batch.n)

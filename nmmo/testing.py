@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from nmmo.enums import Material
-from nmmo.rules import WALKABLE
-from nmmo.state import State
+from nmmo.core.enums import Material
+from nmmo.core.rules import WALKABLE
+from nmmo.core.state import State
 
 
 class StateError(RuntimeError):

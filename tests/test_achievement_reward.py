@@ -107,5 +107,5 @@ def test_reward_shaping_pays_the_same_as_the_config_key():
 
 @pytest.mark.parametrize("category", sorted(TIERS))
 def test_tiers_match_the_design_table(category):
-    assert nmmo.metrics.ACHIEVEMENT_TIERS[category] == TIERS[category]
-    assert nmmo.metrics.TIER_POINTS == POINTS
+    assert nmmo.core.metrics.ACHIEVEMENT_TIERS[category] == TIERS[category]
+    assert nmmo.core.metrics.TIER_POINTS == POINTS

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nmmo.cli import main
-from nmmo.replay import load_replay
+from nmmo.io.replay import load_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -198,7 +198,7 @@ def test_serve_speed_range_is_the_websocket_range():
 def test_atomic_writes_get_the_umask_mode(tmp_path):
     import os
 
-    from nmmo import files
+    from nmmo.io import files
 
     mask = os.umask(0o022)
     os.umask(mask)

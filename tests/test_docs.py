@@ -94,7 +94,7 @@ def test_site_builds_offline_in_strict_mode(tmp_path):
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}{done.stderr}"
     pages = sorted(site.rglob("*.html"))
     assert (site / "index.html").is_file() and (site / "api" / "env.html").is_file()
-    assert "nmmo.env.Env" in (site / "api" / "env.html").read_text(), "the API reference rendered no docstrings"
+    assert "nmmo.envs.env.Env" in (site / "api" / "env.html").read_text(), "the API reference rendered no docstrings"
     remote = []
     for page in pages:
         parser = _RemoteAssets()

@@ -9,7 +9,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import nmmo
 from nmmo import config
-from nmmo.enums import EntityAttr, TileAttr
+from nmmo.core.enums import EntityAttr, TileAttr
 from nmmo.testing import check_env, random_actions
 
 
@@ -401,7 +401,7 @@ def test_agents_list_is_empty_only_at_the_end_even_if_everyone_dies_at_once():
 
 
 def test_reset_can_name_the_map():
-    from nmmo import world
+    from nmmo.core import world
 
     conf = config.Small()
     held_out = world.map_seed(conf, 2, "eval")

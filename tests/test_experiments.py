@@ -14,7 +14,8 @@ pytest.importorskip("matplotlib")
 
 from baselines.args import PRESETS  # noqa: E402
 from baselines.experiments import maps, population, progression  # noqa: E402
-from baselines.experiments.common import Budget, recipe_args, seed_interval  # noqa: E402
+from baselines.experiments.run import Budget, recipe_args  # noqa: E402
+from baselines.experiments.stats import seed_interval  # noqa: E402
 from nmmo.cli import main  # noqa: E402
 
 RESOURCE = """
@@ -173,7 +174,7 @@ def test_rises_and_intervals_are_read_as_documented():
 def test_gradient_steps_follow_live_agent_steps_and_the_note_flags_unequal_rates():
     from argparse import Namespace
 
-    from baselines.experiments.common import iterations_note
+    from baselines.experiments.stats import iterations_note
     from baselines.ppo import minibatch_count
 
     fixed = Namespace(minibatches=4, minibatch_agent_steps=0)

@@ -1,4 +1,4 @@
-"""The fused engine (`nmmo.fused`): K worlds in one set of tables give, byte for byte, what K lone
+"""The fused engine (`nmmo.envs.fused`): K worlds in one set of tables give, byte for byte, what K lone
 envs give for the same seeds and actions, through resets, combat, NPCs, respawns and deaths."""
 
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 
 import nmmo
 from nmmo import config as cfg
-from nmmo import fused
-from nmmo.rules import nobody_returns
+from nmmo.core.rules import nobody_returns
+from nmmo.envs import fused
+from nmmo.envs.vector import VectorEnv
 from nmmo.testing import check_state
-from nmmo.vector import VectorEnv
 
 
 class World(cfg.Small, cfg.Resource, cfg.Combat, cfg.Progression, cfg.NPC):
@@ -43,7 +43,7 @@ def outputs(out) -> list[np.ndarray]:
             out.truncated.copy(), out.alive.copy(), out.agent_id.copy(), out.episodes.copy(), out.episode_rows.copy()]
 
 
-def assert_same_state(got: nmmo.state.State, want: nmmo.state.State) -> None:
+def assert_same_state(got: nmmo.core.state.State, want: nmmo.core.state.State) -> None:
     for name in fused.COLUMNS:
         assert np.array_equal(getattr(got.entities, name), getattr(want.entities, name)), name
     for name in ("material", "occupancy", "water_adjacent", "depleted"):
@@ -151,7 +151,7 @@ def test_a_block_restored_from_seeds_and_actions_goes_on_identically():
     rng = np.random.default_rng(3)
 
     def block():
-        buffers = nmmo.vector.allocate_buffers(config, 2 * config.PLAYER_N)
+        buffers = nmmo.envs.vector.allocate_buffers(config, 2 * config.PLAYER_N)
         return fused.FusedBlock(config, seeds, buffers, 0), buffers
 
     first, buffers = block()

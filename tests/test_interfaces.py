@@ -8,7 +8,8 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 import nmmo
 from evaluation.tournament import run_tournament
 from nmmo import config
-from nmmo.enums import Direction, EntityAttr, TileAttr
+from nmmo.core.enums import Direction, EntityAttr, TileAttr
+from nmmo.core.systems.movement import DELTAS
 from nmmo.interfaces import (
     MASK_KEY,
     ActionMask,
@@ -27,7 +28,6 @@ from nmmo.interfaces import (
     dihedral_matrix,
     stack,
 )
-from nmmo.systems.movement import DELTAS
 
 
 class Quick(config.Small, config.Resource, config.Combat):

@@ -1,4 +1,4 @@
-"""The value landscape (`nmmo.landscape`): the standard agent's observations are the env's own for a
+"""The value landscape (`nmmo.envs.landscape`): the standard agent's observations are the env's own for a
 fresh agent alone on a tile, every walkable tile gets its own estimate from a fresh memory, and the
 shipped baseline's landscape on the demo's map has structure."""
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import nmmo
-from nmmo.enums import EntityAttr, Material
-from nmmo.landscape import BLANK, NAME, paint_landscape, standard_cells, standard_observations, value_landscape
-from nmmo.rules import WALKABLE
+from nmmo.core.enums import EntityAttr, Material
+from nmmo.core.rules import WALKABLE
+from nmmo.envs.landscape import BLANK, NAME, paint_landscape, standard_cells, standard_observations, value_landscape
 
 
 def test_a_standard_agent_sees_what_the_env_shows_a_fresh_agent_alone():
@@ -91,7 +91,7 @@ def test_the_baseline_landscape_of_the_demo_map_has_structure():
 
     conf = nmmo.config.load("tournament")
     env = nmmo.Env(conf, seed=0)
-    env.reset(options={"map_seed": nmmo.world.map_seed(conf, 0, "eval")})
+    env.reset(options={"map_seed": nmmo.core.world.map_seed(conf, 0, "eval")})
     before = env.frame()
     policy = load_policy_class("baseline:small")(conf)
     landscape = value_landscape(policy, env, progress=False)

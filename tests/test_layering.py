@@ -148,8 +148,8 @@ def test_the_cycle_checker_sees_a_planted_cycle(tmp_path):
 
 
 # ----------------------------------------------------------------- one definition per rule
-RULES = ROOT / "nmmo" / "rules.py"
-#: Names that nmmo/rules.py defines; anywhere else they may be imported, never bound anew.
+RULES = ROOT / "nmmo" / "core" / "rules.py"
+#: Names that nmmo/core/rules.py defines; anywhere else they may be imported, never bound anew.
 RULE_NAMES = {"DELTAS", "STEPS", "WALKABLE", "DIRECTION_DELTAS", "chebyshev", "reaches", "may_attack", "danger",
               "edge_danger", "danger_map", "enterable", "is_frozen", "freeze_left", "nobody_returns", "team_spirit",
               "ring_tiles", "min_spawn_distance", "window_offsets", "water_adjacent", "flat_neighbours"}
@@ -168,7 +168,7 @@ def _constant_pair(node: ast.AST) -> tuple[int, int] | None:
 
 
 def rule_copies(path: Path) -> list[str]:
-    """What a module recomputes of nmmo/rules.py: a rule name bound at module level or as a
+    """What a module recomputes of nmmo/core/rules.py: a rule name bound at module level or as a
     function, a literal table of move deltas, a literal list of the walkable materials."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
@@ -195,12 +195,12 @@ def test_each_rule_has_one_definition_in_nmmo_rules():
         for path in (ROOT / package).rglob("*.py"):
             if path != RULES and (found := rule_copies(path)):
                 offenders[str(path.relative_to(ROOT))] = found
-    assert offenders == {}, "import these from nmmo.rules instead of recomputing them"
+    assert offenders == {}, "import these from nmmo.core.rules instead of recomputing them"
 
 
 def test_the_rule_checker_sees_copies(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("import numpy as np\nfrom nmmo.enums import Material\n"
+    module.write_text("import numpy as np\nfrom nmmo.core.enums import Material\n"
                       "WALKABLE = [Material.GRASS, Material.SCRUB, Material.FOREST]\n"
                       "def f():\n    return np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])\n"
                       "def reaches(config):\n    return config.COMBAT_MELEE_REACH\n")
@@ -211,11 +211,31 @@ def test_the_rule_checker_sees_copies(tmp_path):
 # ------------------------------------------------------------------------ module size
 LINE_LIMIT = 400
 #: Engine modules whose size is data rather than logic (config.py: the declarations of every key).
-DATA_MODULES = {"nmmo/config.py"}
+DATA_MODULES = {"nmmo/config/keys.py"}
 
 
 def test_engine_modules_stay_small():
     """A module past the limit has more than one concern: split it along its seams (as env.py's
-    step accounting went to nmmo/outcomes.py and its action parsing to nmmo/actions.py)."""
+    step accounting went to nmmo/envs/outcomes.py and its action parsing to nmmo/core/actions.py)."""
     sizes = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in (ROOT / "nmmo").rglob("*.py")}
     assert {name: n for name, n in sizes.items() if n > LINE_LIMIT and name not in DATA_MODULES} == {}
+
+
+# ------------------------------------------------------------------ moved module paths
+def test_old_module_paths_are_the_new_modules_with_a_warning():
+    import importlib
+    import sys
+
+    import pytest
+
+    from nmmo._moved import MOVED
+
+    for old, new in {**MOVED, "nmmo.systems" + ".combat": "nmmo.core.systems.combat"}.items():
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new), old
+    with pytest.warns(DeprecationWarning):
+        sys.modules.pop("nmmo" + ".env", None)
+        Env = importlib.import_module("nmmo" + ".env").Env
+    assert Env is importlib.import_module("nmmo").Env

@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 import nmmo  # noqa: E402
 from baselines.league import LEARNER, League, Member, Opponents  # noqa: E402
 from baselines.ppo import read_log, train  # noqa: E402
-from nmmo.vector import VectorEnv  # noqa: E402
+from nmmo.envs.vector import VectorEnv  # noqa: E402
 from scripted.bots import Forage  # noqa: E402
 
 from .test_train import tiny_args  # noqa: E402

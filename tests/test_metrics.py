@@ -3,7 +3,7 @@ import pytest
 
 import nmmo
 from nmmo import config
-from nmmo.metrics import ACHIEVEMENT_TIERS, REWARD_SCALE, TIER_POINTS, achievement_points, lifetime_metrics
+from nmmo.core.metrics import ACHIEVEMENT_TIERS, REWARD_SCALE, TIER_POINTS, achievement_points, lifetime_metrics
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import pytest
 
 import nmmo
 import scripted
-from nmmo.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK, OverlayError, ValueMap, blank_note, value_heatmap
-from nmmo.replay import VERSION, ReplayError, capture, load_replay
+from nmmo.envs.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK, OverlayError, ValueMap, blank_note, value_heatmap
+from nmmo.io.replay import VERSION, ReplayError, capture, load_replay
 
 
 def recorded_run(tmp_path, ticks=60):
@@ -138,7 +138,7 @@ def test_value_map_accumulates_a_running_mean_and_fills_unvisited_tiles_with_the
 
 
 def test_an_older_replay_counts_the_fields_it_lacks_in_its_decoded_size(tmp_path):
-    from nmmo.replay import decoded_bytes
+    from nmmo.io.replay import decoded_bytes
 
     path, frames, _ = recorded_run(tmp_path, ticks=10)
     with np.load(path) as archive:

@@ -5,8 +5,8 @@ writing them is tests/test_tasks_events.py's, task files tests/test_tasks_spec.p
 import numpy as np
 import pytest
 
-from nmmo.enums import Event, Material, NPCType, Skill
-from nmmo.systems.progression import xp_table
+from nmmo.core.enums import Event, Material, NPCType, Skill
+from nmmo.core.systems.progression import xp_table
 from nmmo.tasks import TaskState, task_set_from_data
 
 from .systems.helpers import add_npc, add_player, grass_map, make_config, make_state

@@ -1,4 +1,4 @@
-"""The event log (`nmmo.systems.events`, read by `nmmo.tasks.events`): the systems write eating,
+"""The event log (`nmmo.core.systems.events`, read by `nmmo.tasks.events`): the systems write eating,
 drinking, hits, kills, loot, level-ups, new farthest distances and tiles held; it agrees with what
 the tick did; it never changes the game; and the fused engine's worlds give the tasks of lone envs."""
 
@@ -7,13 +7,13 @@ import pytest
 
 import nmmo
 from nmmo import config as cfg
-from nmmo.enums import Event, Material, NPCType, Skill, Style
-from nmmo.realm import Realm
-from nmmo.systems import combat, events, resource
+from nmmo.core.enums import Event, Material, NPCType, Skill, Style
+from nmmo.core.realm import Realm
+from nmmo.core.systems import combat, events, resource
+from nmmo.core.world import get_map
+from nmmo.envs.vector import VectorEnv
 from nmmo.tasks import TaskState, load_task_set, task_set_from_data
 from nmmo.tasks.events import event_column, life_totals, tick_events
-from nmmo.vector import VectorEnv
-from nmmo.world import get_map
 
 from .systems.helpers import add_npc, add_player, grass_map, make_config, make_state, no_actions
 

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 import nmmo  # noqa: E402
 from baselines.model import Policy, parameter_count  # noqa: E402
 from baselines.ppo import Args, load_checkpoint, read_log, train  # noqa: E402
-from nmmo.vector import VectorEnv  # noqa: E402
+from nmmo.envs.vector import VectorEnv  # noqa: E402
 
 
 def tiny_args(out, **overrides):
@@ -58,7 +58,7 @@ def test_checkpoint_plays_as_a_policy_and_paints_a_value_overlay(tmp_path):
     replay = tmp_path / "value.replay"
     assert main(["run", "--config", "train_small", "--policy", spec, "--ticks", "6", "--record", str(replay),
                  "--value-overlay"]) == 0
-    loaded = nmmo.replay.load_replay(replay)
+    loaded = nmmo.io.replay.load_replay(replay)
     heat, low, high = loaded.overlay_at("value", 6)
     assert low < high and (heat == 0).mean() > 0.9  # unvisited tiles (most of the map) hold the lowest mean
 
@@ -181,19 +181,28 @@ def test_train_on_a_custom_reward_from_the_cli(tmp_path, monkeypatch):
 
 
 def test_a_kill_between_checkpoint_and_log_loses_and_duplicates_no_row(tmp_path):
-    """kill -9 (the NMMO_FAULT hook) after iteration 2's checkpoint and before its log row: resuming
-    writes row 2 from the checkpoint, and the log holds each iteration exactly once; the temporary
-    files a killed write leaves are cleaned when the run starts again."""
+    """kill -9 after iteration 2's checkpoint and before its log row (the child process wraps the
+    trainer's log append, which runs right after the checkpoint is saved, to kill itself there):
+    resuming writes row 2 from the checkpoint, and the log holds each iteration exactly once; the
+    temporary files a killed write leaves are cleaned when the run starts again."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    code = ("from baselines.ppo import Args, train; train(Args(config='train_small', num_envs=2, rollout_len=8, "
-            f"iterations=3, minibatches=2, epochs=1, out={str(tmp_path)!r}, progress=False))")
-    killed = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root),
-                            "NMMO_FAULT": "between_checkpoint_and_log:2"}, capture_output=True, timeout=300)
+    code = ("import os, signal\n"
+            "from baselines import ppo\n"
+            "append = ppo._append_log\n"
+            "def append_or_die(out, row):\n"
+            "    if row['iteration'] == 2:\n"
+            "        os.kill(os.getpid(), signal.SIGKILL)\n"
+            "    append(out, row)\n"
+            "ppo._append_log = append_or_die\n"
+            "ppo.train(ppo.Args(config='train_small', num_envs=2, rollout_len=8, iterations=3, minibatches=2, "
+            f"epochs=1, out={str(tmp_path)!r}, progress=False))\n")
+    killed = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                            capture_output=True, timeout=300)
     assert killed.returncode == -9, killed.stderr.decode()[-2000:]
     assert load_checkpoint(tmp_path / "checkpoint.pt")["iteration"] == 2
     assert [r["iteration"] for r in read_log(tmp_path)] == [1]

@@ -11,7 +11,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, sta
 from pettingzoo.utils.conversions import parallel_to_aec
 
 import nmmo
-from nmmo.actions import ActionError, flat_action_space, flat_mask, split_flat_mask
+from nmmo.core.actions import ActionError, flat_action_space, flat_mask, split_flat_mask
 from nmmo.integrations import parallel_env
 from nmmo.interfaces import SLOT_INFO_KEYS, AgentNames, FlatActions, Flatten, InterfaceEnv, stack
 from nmmo.policy import load_policy_class

@@ -4,8 +4,9 @@ from collections import deque
 import numpy as np
 import pytest
 
-from nmmo import config, world
-from nmmo.enums import Material
+from nmmo import config
+from nmmo.core import world
+from nmmo.core.enums import Material
 
 
 def _walk_from(material: np.ndarray, start: tuple[int, int]) -> np.ndarray:

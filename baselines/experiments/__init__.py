@@ -13,9 +13,11 @@ checkpoints the way the paper did, and writes a results JSON, rich tables and PN
 - `progression` (Fig. 4): small maps with every system on; the metric curves over training and the
   order in which the skills rise.
 
-`common` holds what they share: the run loop with ``--resume``, training one condition, the
-self-contained evaluation of a checkpoint, statistics and the results file. Nothing here imports
-torch until a run starts, so building the `nmmo` command stays cheap.
+What they share, one module each: `run` (a run, its budget, training it, and the loop over every
+run with ``--resume``), `evaluate` (the self-contained evaluation of a checkpoint), `stats`
+(intervals over episodes and seeds, smoothed curves), `results` (the results file) and `report`
+(table cells and figure helpers). Nothing here imports torch until a run starts, so building the
+`nmmo` command stays cheap.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.experiments import maps, population, progression
-from baselines.experiments.common import Budget, reward_recipe
+from baselines.experiments.run import Budget, reward_recipe
 from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
 
 #: Flags of every experiment that go into the command line recorded in the results file.

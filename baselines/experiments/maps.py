@@ -17,26 +17,13 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from baselines.experiments.common import (
-    Budget,
-    Run,
-    by_condition,
-    condition_config,
-    condition_stat,
-    eval_config,
-    evaluate_checkpoint,
-    fmt,
-    iterations_note,
-    label_agent_steps,
-    pyplot,
-    run_all,
-    save_figure,
-    save_results,
-    seed_interval,
-    smooth,
-)
+from baselines.experiments.evaluate import eval_config, evaluate_checkpoint
+from baselines.experiments.report import fmt, label_agent_steps, pyplot, save_figure
+from baselines.experiments.results import by_condition, save_results
+from baselines.experiments.run import Budget, Run, condition_config, run_all
+from baselines.experiments.stats import condition_stat, iterations_note, seed_interval, smooth
 from evaluation.episode import eval_map_seeds
-from nmmo import world
+from nmmo.core import world
 
 CONFIG = "domain_rand_1"
 POOLS = (1, 32, 256, 16384)

@@ -18,19 +18,11 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from baselines.experiments.common import (
-    Budget,
-    Run,
-    clean,
-    eval_config,
-    evaluate_checkpoint,
-    label_agent_steps,
-    pyplot,
-    run_all,
-    save_figure,
-    save_results,
-    smooth,
-)
+from baselines.experiments.evaluate import eval_config, evaluate_checkpoint
+from baselines.experiments.report import label_agent_steps, pyplot, save_figure
+from baselines.experiments.results import save_results
+from baselines.experiments.run import Budget, Run, run_all
+from baselines.experiments.stats import clean, smooth
 from evaluation.episode import eval_map_seeds
 from nmmo import config as config_module
 

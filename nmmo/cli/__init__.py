@@ -106,7 +106,7 @@ def ray_options(args: argparse.Namespace) -> dict:
 # ------------------------------------------------------------------ maps
 def _cmd_maps_generate(args: argparse.Namespace) -> int:
     from nmmo import console as console_module
-    from nmmo import world
+    from nmmo.core import world
 
     config = config_module.resolve(args.config)
     pool = config.MAP_N if args.split == "train" else config.MAP_N_EVAL
@@ -143,7 +143,7 @@ def _cmd_maps_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_maps_show(args: argparse.Namespace) -> int:
-    from nmmo import world
+    from nmmo.core import world
 
     config = config_module.resolve(args.config)
     seed = world.map_seed(config, args.id, args.split)

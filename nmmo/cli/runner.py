@@ -9,7 +9,7 @@ import numpy as np
 from rich.table import Table
 
 from nmmo import config as config_module
-from nmmo.metrics import METRICS
+from nmmo.core.metrics import METRICS
 
 
 def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = True, record: str | None = None,
@@ -18,12 +18,12 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
 
     `record` saves a replay there; `value_overlay` paints the policy's value estimates into a
     "value" overlay every tick: each tile's mean estimate over the run so far (`ValueMap`), and
-    at reset its "value landscape" (`nmmo.landscape`, by an instance of the policy of its own);
+    at reset its "value landscape" (`nmmo.envs.landscape`, by an instance of the policy of its own);
     the policy must expose `last_values`, as checkpoints do."""
     import nmmo
     from nmmo import console
-    from nmmo.landscape import paint_landscape
-    from nmmo.overlays import VALUE_BLANK, ValueMap
+    from nmmo.envs.landscape import paint_landscape
+    from nmmo.envs.overlays import VALUE_BLANK, ValueMap
     from nmmo.policy import load_policy_class
 
     config.set("HORIZON", max(config.HORIZON, ticks))

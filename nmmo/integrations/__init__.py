@@ -26,9 +26,9 @@ from typing import Any
 
 from nmmo import config as config_module
 from nmmo.config import Config
-from nmmo.env import Env
-from nmmo.files import atomic_write_bytes
+from nmmo.envs.env import Env
 from nmmo.interfaces import FlatActions, Flatten, InterfaceEnv, Stack, slots, stack
+from nmmo.io.files import atomic_write_bytes
 
 __all__ = ["choose", "make_interface", "parallel_env", "policy_interface", "require", "save_weights", "stack_views"]
 

@@ -156,7 +156,7 @@ def train(config: Config | str = DEFAULT_CONFIG, agent_steps: int = 20_000, seed
     log = log or (lambda line: print(line, flush=True))
     started = not ray.is_initialized()
     if started:
-        from nmmo import distributed
+        from nmmo.envs import distributed
         distributed.init()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # batches of 8 rows: more threads only contend with the env

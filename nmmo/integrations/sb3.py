@@ -40,9 +40,9 @@ import torch
 from gymnasium import spaces
 
 from nmmo.config import Config
-from nmmo.files import atomic_write_bytes
 from nmmo.integrations import parallel_env, policy_interface, require, resolve
 from nmmo.interfaces import InterfaceAgent, slots
+from nmmo.io.files import atomic_write_bytes
 
 require("stable_baselines3", "sb3")
 require("supersuit", "sb3")

@@ -36,8 +36,8 @@ import torch
 from torch import nn
 
 from nmmo import integrations
-from nmmo.actions import flat_action_sizes
 from nmmo.config import Config
+from nmmo.core.actions import flat_action_sizes
 from nmmo.integrations import parallel_env, policy_interface, require, resolve
 from nmmo.interfaces import agent_class
 

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.enums import EntityAttr, TileAttr
+from nmmo.core.enums import EntityAttr, TileAttr
+from nmmo.core.rules import DELTAS
 from nmmo.interfaces.base import MASK_KEY, TARGETS_KEY, Interface, _require_raw
-from nmmo.rules import DELTAS
 
 # ----------------------------------------------------------- augmentation
 _QUARTER = np.array([[0, -1], [1, 0]])  # np.rot90's quarter turn on (row, col) offsets: (dr, dc) -> (-dc, dr)

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from nmmo.enums import EntityAttr
+from nmmo.core.enums import EntityAttr
+from nmmo.core.metrics import METRICS
+from nmmo.core.rules import team_spirit
 from nmmo.interfaces.base import Interface, Outcome, _require_raw
-from nmmo.metrics import METRICS
-from nmmo.rules import team_spirit
 
 #: Names of the per-lifetime metrics `RewardShaping` can weight (they arrive in infos["life"]).
 EPISODE_METRICS = METRICS

@@ -1,5 +1,5 @@
 """The forms trainers need: `Slots` (a fixed set of agents for a world with respawn),
-`FlatActions` (the MultiDiscrete action form of `nmmo.actions`) and `AgentNames` (string keys).
+`FlatActions` (the MultiDiscrete action form of `nmmo.core.actions`) and `AgentNames` (string keys).
 
 Most trainers built on PettingZoo (SuperSuit's vector envs for SB3, TorchRL's `PettingZooWrapper`,
 RLlib's `ParallelPettingZooEnv`, PufferLib's emulation) size their buffers from `possible_agents`
@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from nmmo.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET, ActionError, FlatActionSpace, flat_mask_of
 from nmmo.config import Config
-from nmmo.enums import EntityAttr
+from nmmo.core.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET, ActionError, FlatActionSpace, flat_mask_of
+from nmmo.core.enums import EntityAttr
+from nmmo.core.metrics import METRICS
+from nmmo.envs.outcomes import LIFE_KEY
 from nmmo.interfaces.base import MASK_KEY, TARGETS_KEY, Interface, Outcome, _require_raw
-from nmmo.metrics import METRICS
-from nmmo.outcomes import LIFE_KEY
 
 #: The numbers `Slots` reports in every seat's infos, every step (``"fixed"`` infos), in this order.
 SLOT_INFO_KEYS = ("agent_id", "alive", "died", "invalid_actions", "attack_out_of_reach", "achievement_points",
@@ -196,9 +196,9 @@ def slots(config: Config, name: str | None = "player_{}", infos: str = "fixed") 
 
 # ------------------------------------------------------------ flat actions
 class FlatActions(Interface):
-    """Actions in the flat form of `nmmo.actions`: ``MultiDiscrete([5, 3, PLAYER_N_OBS + 1])``
+    """Actions in the flat form of `nmmo.core.actions`: ``MultiDiscrete([5, 3, PLAYER_N_OBS + 1])``
     rows (direction, style, target index; the last target index attacks nobody). The observation's
-    ActionTargets become one flat mask under ``"action_mask"`` (`nmmo.actions.flat_mask`; with
+    ActionTargets become one flat mask under ``"action_mask"`` (`nmmo.core.actions.flat_mask`; with
     `mask=False` they are dropped). Reads raw observations: put it before `Flatten`."""
 
     def __init__(self, mask: bool = True) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from nmmo.config import Config
-from nmmo.enums import EntityAttr
+from nmmo.core.enums import EntityAttr
 from nmmo.interfaces.base import MASK_KEY, Interface, Outcome, stack
 
 

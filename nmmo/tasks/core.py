@@ -5,7 +5,7 @@ A predicate is one class per name (`Predicate`); every use of it in the assigned
 with one entry per leaf, and each leaf's subject is a set of agent slots (`Members`), stored as
 flat (leaf, slot) pairs so that sums, counts, minima and maxima over every subject take one numpy
 call. Subjects are named relative to the agent or team the task belongs to (`SUBJECTS`); a team's
-leader is its first slot (teams are contiguous blocks of slots, `nmmo.systems.spawn`).
+leader is its first slot (teams are contiguous blocks of slots, `nmmo.core.systems.spawn`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ except ImportError:  # numpy < 2
     from numpy.core.umath import clip as clip_ufunc
 
 from nmmo.config import Config
-from nmmo.enums import Event, Material, Skill
-from nmmo.state import State
+from nmmo.core.enums import Event, Material, Skill
+from nmmo.core.state import State
 
 #: Subject and target keywords, relative to the agent (or team) that holds the task. nmmo 2.x's
 #: task-spec targets are the same words ("all_foes" is "foes", "my_team_leader" is "leader").
@@ -116,7 +116,7 @@ class Predicate:
 
 
 # Columns of the per-slot feature matrix terms read (`features`).
-EVENTS = 0  # + `nmmo.enums.Event`: this tick's events
+EVENTS = 0  # + `nmmo.core.enums.Event`: this tick's events
 ALIVE = len(Event)
 LEVEL = ALIVE + 1  # + Skill
 XP_GAINED = LEVEL + len(Skill)  # + Skill: XP gained since spawning

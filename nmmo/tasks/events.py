@@ -1,8 +1,8 @@
 """Reading the event log: names, the columns tasks count, and a tick's events as arrays.
 
-The log itself is two tables in the entity table (`nmmo.state.Entities.events`, this tick's
+The log itself is two tables in the entity table (`nmmo.core.state.Entities.events`, this tick's
 events per entity row, and ``event_totals``, their sums over each life) plus ``tile_ticks``; the
-systems write them (`nmmo.systems.events`). Column names are `nmmo.enums.Event`'s: nmmo 2.x's
+systems write them (`nmmo.core.systems.events`). Column names are `nmmo.core.enums.Event`'s: nmmo 2.x's
 `EventCode` names where one exists. Events nmmo 2.x has and this game does not (items, gold,
 market, ammunition, culling) have no column; its ``EQUIP_ITEM`` is read as ``EQUIPMENT_UP``.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmmo.enums import Event
-from nmmo.state import State
+from nmmo.core.enums import Event
+from nmmo.core.state import State
 
 #: Every event column by name, in column order.
 EVENT_NAMES: tuple[str, ...] = tuple(event.name for event in Event)

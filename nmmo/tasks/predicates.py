@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nmmo.config import Config
-from nmmo.enums import Event, Skill, Style
+from nmmo.core.enums import Event, Skill, Style
 from nmmo.tasks import core
 from nmmo.tasks.core import AT_LEAST, FLOOR, MIN, ONE_MINUS, Param, Predicate, Term
 from nmmo.tasks.events import COUNTABLE, event_column

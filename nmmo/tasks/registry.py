@@ -29,7 +29,7 @@ start for a team's task), not over the whole event log.
 | DistanceTraveled | dist | |
 | AttainSkill | skill, level, num_agent | each member counts up to `level` (2.1.1 lets one member cover others) |
 | GainExperience | skill, experience, num_agent | XP gained since spawn (2.1.1: total XP) |
-| CountEvent | event, N | our event names (`nmmo.enums.Event`); counts since the task began |
+| CountEvent | event, N | our event names (`nmmo.core.enums.Event`); counts since the task began |
 | ScoreHit | combat_style, N | hits that landed (our attacks can miss; 2.1.1's always land) |
 | DefeatEntity | agent_type, level, num_agent | level is the victim's combat level (2.1.1: its best attack skill) |
 | ProgressTowardCenter | | |

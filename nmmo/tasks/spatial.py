@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.enums import Material
-from nmmo.rules import chebyshev
+from nmmo.core.enums import Material
+from nmmo.core.rules import chebyshev
 from nmmo.tasks import core
 from nmmo.tasks.core import BIG, EQUALS, MIN, ONE_MINUS, Context, Leaves, Param, Predicate, Term, all_of, any_of, clip01
 

@@ -36,7 +36,7 @@ from time import perf_counter
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.state import State
+from nmmo.core.state import State
 from nmmo.tasks.compiler import Compiled, compile_tasks
 from nmmo.tasks.core import Context, Layout, all_of, any_of, clip01
 from nmmo.tasks.embedding import embed

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmmo.enums import Event, Material, Skill
-from nmmo.rules import chebyshev
-from nmmo.systems.progression import xp_table
+from nmmo.core.enums import Event, Material, Skill, ints
+from nmmo.core.rules import chebyshev
+from nmmo.core.systems.progression import xp_table
 from nmmo.tasks import core
 from nmmo.tasks.core import AT_LEAST, BIG, EQUALS, FLOOR, MIN, ONE_MINUS, Context, Term, any_of, clip01, clip_ufunc
 
@@ -26,8 +26,6 @@ _GROUPS = {
     "tick": [core.TICK], "sees": range(core.SEES, core.SEES + len(Material)),
 }
 _GROUP_OF = {column: group for group, columns in _GROUPS.items() for column in columns}
-_KILL_LEVEL, _KILL_PLAYER, _KILL_NPC = int(Event.KILL_LEVEL), int(Event.KILL_PLAYER), int(Event.KILL_NPC)
-_PLAYER_KILL, _LEVEL_UP, _EQUIPMENT_UP = int(Event.PLAYER_KILL), int(Event.LEVEL_UP), int(Event.EQUIPMENT_UP)
 _CHANGING = (int(Material.FOREST), int(Material.SCRUB))  # harvests and regrowth change these tiles
 _CONSTITUTION, _MELEE, _RANGE, _MAGE, _DEFENSE = (int(s) for s in (Skill.CONSTITUTION, Skill.MELEE, Skill.RANGE,
                                                                    Skill.MAGE, Skill.DEFENSE))
@@ -124,9 +122,9 @@ class Terms:
         anew = self.stale or ctx.newcomers is not None
         self.stale = False
         for group in self.groups:
-            if group in ("level", "combat") and not (anew or any_of(ent.events[:n, _LEVEL_UP])):
+            if group in ("level", "combat") and not (anew or any_of(ent.events[:n, ints.Event.LEVEL_UP])):
                 continue
-            if group == "armour" and not (anew or any_of(ent.events[:n, _EQUIPMENT_UP])):
+            if group == "armour" and not (anew or any_of(ent.events[:n, ints.Event.EQUIPMENT_UP])):
                 continue
             if group == "events":
                 f[:, core.EVENTS: core.EVENTS + len(Event)] = ent.events[:n]
@@ -163,11 +161,11 @@ class Terms:
     def _fill_kills(self, f: np.ndarray, events: np.ndarray) -> None:
         """(victim level + 1) * killed - 1: the victim's level, or -1 (kills are rare: most ticks
         there are none to write and none to clear)."""
-        any_kill = any_of(events[:, _PLAYER_KILL])
+        any_kill = any_of(events[:, ints.Event.PLAYER_KILL])
         if any_kill or self.kills_written:
-            level = events[:, _KILL_LEVEL] + 1
-            np.multiply(level, events[:, _KILL_PLAYER], out=f[:, core.KILLED_PLAYER_LEVEL], casting="unsafe")
-            np.multiply(level, events[:, _KILL_NPC], out=f[:, core.KILLED_NPC_LEVEL], casting="unsafe")
+            level = events[:, ints.Event.KILL_LEVEL] + 1
+            np.multiply(level, events[:, ints.Event.KILL_PLAYER], out=f[:, core.KILLED_PLAYER_LEVEL], casting="unsafe")
+            np.multiply(level, events[:, ints.Event.KILL_NPC], out=f[:, core.KILLED_NPC_LEVEL], casting="unsafe")
             f[:, core.KILLED_PLAYER_LEVEL: core.KILLED_NPC_LEVEL + 1] -= 1
         self.kills_written = bool(any_kill)
 

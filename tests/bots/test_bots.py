@@ -5,7 +5,7 @@ import pytest
 
 import nmmo
 import scripted
-from nmmo.enums import Direction, EntityAttr, Material, NPCType, Style, TileAttr
+from nmmo.core.enums import Direction, EntityAttr, Material, NPCType, Style, TileAttr
 from scripted.core import stack, step_towards, walk_distances
 
 R = 7

@@ -8,7 +8,7 @@ import pytest
 
 import nmmo
 import scripted
-from nmmo.enums import Direction, Material, NPCType
+from nmmo.core.enums import Direction, Material, NPCType
 from scripted import memory
 from scripted.memory import FAR, UNKNOWN, closed_border, distance_field
 from tests.bots.test_bots import AT, DELTA, R, config, grass, make_obs

@@ -22,7 +22,7 @@ import pytest
 
 from evaluation import cgroups
 from evaluation.cgroups import CgroupLimits
-from nmmo.process import process_exists
+from nmmo.envs.process import process_exists
 
 MiB = 1 << 20
 

@@ -12,7 +12,7 @@ from evaluation.episode import with_horizon
 from evaluation.results import load_results, save_results
 from evaluation.tournament import run_tournament
 from nmmo.config import load as load_config
-from nmmo.replay import load_replay
+from nmmo.io.replay import load_replay
 
 from .conftest import small_config
 

@@ -1,4 +1,4 @@
-"""One observation field added to the layout (`nmmo.layout.FIELDS`) reaches every consumer: the
+"""One observation field added to the layout (`nmmo.core.layout.FIELDS`) reaches every consumer: the
 env's dicts, spaces and batches, the vector buffers, a submission's worker across the channel, an
 in-process policy's batch and the neural policy's encoder input; nothing else is edited."""
 
@@ -9,8 +9,8 @@ import torch
 import nmmo
 from evaluation.channel import decode_observations, encode_observations
 from evaluation.submission import InProcessPolicy, SubprocessPolicy
-from nmmo import layout
-from nmmo.enums import EntityAttr
+from nmmo.core import layout
+from nmmo.core.enums import EntityAttr
 from nmmo.policy import ArrayPolicy, load_policy_class
 
 from .conftest import small_config, write_policy

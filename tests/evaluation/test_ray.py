@@ -9,7 +9,7 @@ import nmmo
 from evaluation.episode import RayEpisodePool, run_episodes
 from evaluation.sandbox import Limits
 from evaluation.tournament import _tasks, run_tournament
-from nmmo.vector import VectorEnv
+from nmmo.envs.vector import VectorEnv
 
 from .conftest import small_config
 

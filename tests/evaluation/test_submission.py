@@ -13,8 +13,8 @@ from evaluation.submission import (
     make_handle,
     validate_actions,
 )
-from nmmo.actions import ActionError, clean_action
-from nmmo.layout import ObsBatch
+from nmmo.core.actions import ActionError, clean_action
+from nmmo.core.layout import ObsBatch
 
 from .conftest import CRASHING, small_config, write_policy
 
@@ -33,7 +33,7 @@ def test_trusted_specs_run_in_process():
     {"Jump": 1}, {"Move": 1},
 ])
 def test_malformed_actions_are_rejected(action):
-    """The sandbox and the env read actions with one validator (nmmo.actions): the env raises on
+    """The sandbox and the env read actions with one validator (nmmo.core.actions): the env raises on
     these, the sandbox drops them."""
     with pytest.raises(ActionError):
         clean_action(7, action)

@@ -11,7 +11,7 @@ from evaluation.results import load_results, results_config, save_results, valid
 from evaluation.tournament import evaluate, run_tournament, tournament_policies
 from nmmo.config import from_toml as nmmo_from_toml
 from nmmo.config import load as nmmo_config
-from nmmo.replay import load_replay
+from nmmo.io.replay import load_replay
 
 from .conftest import CRASHING, GARBAGE, HANGING, small_config, write_policy
 
@@ -51,7 +51,7 @@ def test_nothing_observable_tells_which_policy_controls_an_agent(tmp_path):
     (ring position) say nothing about its policy: a guess from any of them, learnt on four
     episodes, is right on the next four about as often as chance (1 in 5); the old deal (slot mod
     the number of policies) would make it right every time. The deal changes every episode."""
-    from nmmo.systems.spawn import spawn_ring
+    from nmmo.core.systems.spawn import spawn_ring
 
     config = with_horizon(nmmo_config("tournament"), 1)
     ring = {tuple(rc): i for i, rc in enumerate(spawn_ring(config).tolist())}

@@ -11,8 +11,8 @@ from torchrl.collectors import Collector  # noqa: E402
 from torchrl.envs.utils import check_env_specs  # noqa: E402
 
 import nmmo  # noqa: E402
-from nmmo.actions import flat_action_sizes  # noqa: E402
 from nmmo.config import resolve  # noqa: E402
+from nmmo.core.actions import flat_action_sizes  # noqa: E402
 from nmmo.integrations import torchrl as trl  # noqa: E402
 from nmmo.interfaces import SLOT_INFO_KEYS  # noqa: E402
 from nmmo.policy import load_policy_class  # noqa: E402

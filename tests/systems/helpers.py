@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from nmmo import config as cfg
-from nmmo.enums import Material, NPCType, Skill, Style
-from nmmo.state import Entities, State, Tiles
-from nmmo.systems.progression import xp_table
+from nmmo.core.enums import Material, NPCType, Skill, Style
+from nmmo.core.state import Entities, State, Tiles
+from nmmo.core.systems.progression import xp_table
 from nmmo.testing import check_state
 
 _MIXINS = {"Resource": cfg.Resource, "Combat": cfg.Combat, "Progression": cfg.Progression, "NPC": cfg.NPC}

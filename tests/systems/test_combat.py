@@ -4,8 +4,8 @@ loot, freeze, friendly fire, stealing."""
 import numpy as np
 import pytest
 
-from nmmo.enums import NPCType, Skill, Style
-from nmmo.systems import combat
+from nmmo.core.enums import NPCType, Skill, Style
+from nmmo.core.systems import combat
 
 from .helpers import add_npc, add_player, grass_map, make_config, make_state, no_actions
 

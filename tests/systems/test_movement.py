@@ -6,8 +6,8 @@ import copy
 import numpy as np
 import pytest
 
-from nmmo.enums import Direction, Material
-from nmmo.systems import movement
+from nmmo.core.enums import Direction, Material
+from nmmo.core.systems import movement
 
 from .helpers import add_npc, add_player, check_occupancy, grass_map, make_config, make_state
 

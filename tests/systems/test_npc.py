@@ -4,8 +4,8 @@ hunting, attacks within reach, never into water or lava."""
 import numpy as np
 import pytest
 
-from nmmo.enums import Direction, Material, NPCType, Style
-from nmmo.systems import movement, npc
+from nmmo.core.enums import Direction, Material, NPCType, Style
+from nmmo.core.systems import movement, npc
 
 from .helpers import add_npc, add_player, grass_map, make_config, make_state
 

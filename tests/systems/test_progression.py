@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from nmmo.enums import Material, Skill, Style
-from nmmo.state import Entities
-from nmmo.systems import combat, progression, resource
+from nmmo.core.enums import Material, Skill, Style
+from nmmo.core.state import Entities
+from nmmo.core.systems import combat, progression, resource
 
 from .helpers import add_player, grass_map, make_config, make_state, no_actions
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from nmmo.enums import Material, Skill
-from nmmo.systems import resource
+from nmmo.core.enums import Material, Skill
+from nmmo.core.systems import resource
 
 from .helpers import add_npc, add_player, grass_map, make_config, make_state
 

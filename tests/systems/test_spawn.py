@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from nmmo.enums import Direction, Material, NPCType, Skill
-from nmmo.state import Entities, State, Tiles
-from nmmo.systems import movement, spawn
-from nmmo.systems.progression import xp_table
+from nmmo.core.enums import Direction, Material, NPCType, Skill
+from nmmo.core.state import Entities, State, Tiles
+from nmmo.core.systems import movement, spawn
+from nmmo.core.systems.progression import xp_table
 
 from .helpers import add_npc, add_player, check_occupancy, grass_map, make_config, make_state
 

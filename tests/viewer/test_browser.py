@@ -28,10 +28,10 @@ import nmmo  # noqa: E402
 import scripted  # noqa: E402
 from client_server.protocol import SPEED_RANGE  # noqa: E402
 from client_server.server import WEB_DIST, create_app  # noqa: E402
-from nmmo.enums import Material  # noqa: E402
-from nmmo.landscape import BLANK as LANDSCAPE_BLANK  # noqa: E402
-from nmmo.landscape import NAME as LANDSCAPE  # noqa: E402
-from nmmo.overlays import VALUE_BLANK  # noqa: E402
+from nmmo.core.enums import Material  # noqa: E402
+from nmmo.envs.landscape import BLANK as LANDSCAPE_BLANK  # noqa: E402
+from nmmo.envs.landscape import NAME as LANDSCAPE  # noqa: E402
+from nmmo.envs.overlays import VALUE_BLANK  # noqa: E402
 
 from .conftest import running  # noqa: E402
 
@@ -101,7 +101,7 @@ def record_baseline_episode(path: Path) -> None:
 
     conf = nmmo.config.load("tournament").set("HORIZON", 40).set("PLAYER_N", 40)
     run_episode(EpisodeTask(0, conf.to_toml(), conf.name, ("baseline:small", "scripted:Forage"), 5,
-                            nmmo.world.map_seed(conf, 0, "eval"), replay_path=str(path)))
+                            nmmo.core.world.map_seed(conf, 0, "eval"), replay_path=str(path)))
 
 
 @pytest.fixture(scope="module")

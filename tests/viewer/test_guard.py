@@ -146,3 +146,45 @@ def test_serve_builds_a_replay_app_and_prints_its_link(tmp_path, capsys, monkeyp
     assert served["host"] == "127.0.0.1" and served["app"] is not None
     link = "http://127.0.0.1:8125/?replay=x.replay" + query
     assert link in capsys.readouterr().out
+
+
+def test_serve_live_builds_a_live_app_and_prints_its_link(capsys, monkeypatch):
+    """`nmmo serve --live` reaches the server with a live app on the config and policy it names."""
+    import client_server.server
+    from nmmo.cli import main
+
+    served = {}
+    monkeypatch.setattr(client_server.server, "serve", lambda app, host, port: served.update(app=app, port=port))
+    assert main(["serve", "--live", "--config", "Small", "--policy", "random", "--port", "8126"]) == 0
+    assert served["port"] == 8126 and served["app"] is not None
+    assert "http://127.0.0.1:8126/?live=1" in capsys.readouterr().out
+
+
+def test_serve_viewer_takes_a_replay_or_a_live_run_not_both(tmp_path):
+    from client_server.cli import LiveRun, serve_viewer
+
+    with pytest.raises(ValueError, match="either a live run or a replay"):
+        serve_viewer(replay_dir=tmp_path, live=LiveRun("Small"))
+    with pytest.raises(ValueError, match="either a live run or a replay"):
+        serve_viewer()
+
+
+def test_demo_serves_its_first_replay(tmp_path, capsys, monkeypatch):
+    """`nmmo demo --serve` ends by serving its replays, opened on episode 0 (and on the baseline's
+    value landscape when the baseline played), with its own server flags."""
+    import importlib.util
+
+    import client_server.server
+    from nmmo.cli import main
+
+    monkeypatch.setenv("NMMO_CACHE_DIR", str(tmp_path / "cache"))
+    served = {}
+    monkeypatch.setattr(client_server.server, "serve", lambda app, host, port: served.update(app=app, port=port))
+    out_dir = tmp_path / "demo"
+    assert main(["demo", "--config", "Default", "--ticks", "5", "--episodes", "1", "--workers", "0", "--out",
+                 str(out_dir), "--serve", "--port", "8127"]) == 0
+    assert served["port"] == 8127 and served["app"] is not None
+    link = "http://127.0.0.1:8127/?replay=episode_000.replay"
+    if importlib.util.find_spec("torch") is not None:
+        link += "&overlay=value%20landscape"
+    assert link + "  (Ctrl-C" in capsys.readouterr().out

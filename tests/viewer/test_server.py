@@ -15,8 +15,8 @@ from client_server.packets import SENT_FIELDS  # noqa: E402
 from client_server.protocol import parse_command  # noqa: E402
 from client_server.server import create_app  # noqa: E402
 from client_server.sessions import LiveSession  # noqa: E402
-from nmmo.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK  # noqa: E402
-from nmmo.replay import load_replay  # noqa: E402
+from nmmo.envs.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK  # noqa: E402
+from nmmo.io.replay import load_replay  # noqa: E402
 
 from .conftest import running  # noqa: E402
 
@@ -212,8 +212,8 @@ def test_a_live_run_of_the_shipped_baseline_paints_its_value_function(tmp_path):
     "value landscape", the same bytes as a replay's of the same checkpoint and map; a scripted
     policy (no value estimates) offers neither."""
     pytest.importorskip("torch")
-    from nmmo.landscape import BLANK, NAME
     from nmmo.cli.runner import simulate
+    from nmmo.envs.landscape import BLANK, NAME
 
     conf = nmmo.config.load("tournament").set("HORIZON", 50)
     session = LiveSession(conf, "baseline:small", seed=3)

@@ -1,0 +1,113 @@
+"""The event log's writers: what the systems did this tick, per entity row, in flat tables.
+
+Tables (columns of `nmmo.core.state.Entities`, so the fused engine carries them as any other column):
+``events`` (capacity, len(Event)) holds this tick's events, cleared when a tick begins;
+``event_totals`` sums them over the entity's life (cleared at spawn); ``tile_ticks`` counts the
+ticks the entity has ended on its current tile ("tile held": 0 on the tick it arrived).
+
+Who writes what: `resource.update` eating and drinking (`forage`); `combat.resolve` hits, damage
+and kills (`combat`) and the armour looted (`looted`); `movement.resolve` the movers (`moved`);
+the realm new farthest distances (`explore`), and level-ups from a snapshot of the levels taken
+when the tick began (`begin_tick`, `settle`: after the moves, before spawns reset the new rows).
+Nothing here draws from a generator or changes a game column, so the log never changes the game.
+Each writer adds its own time to ``state.event_seconds`` (the tasks' time accounting reads it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+from nmmo.core.enums import Event, ints
+from nmmo.core.state import State
+
+_LEVELS = slice(int(Event.LEVEL_CONSTITUTION), int(Event.LEVEL_DEFENSE) + 1)
+
+
+@dataclass
+class Before:
+    """The players' levels as the tick began (level-ups are their changes)."""
+
+    level: np.ndarray
+    level_sum: int
+
+
+def begin_tick(state: State) -> Before:
+    """Clear this tick's events and snapshot the players' levels."""
+    start = perf_counter()
+    ent = state.entities
+    ent.events.fill(0)
+    ent.tile_ticks += 1
+    levels = ent.level[: ent.n_players].copy()
+    before = Before(levels, int(np.add.reduce(levels.ravel())))
+    state.event_seconds += perf_counter() - start
+    return before
+
+
+def forage(state: State, ate: np.ndarray, drank: np.ndarray) -> None:
+    """Rows that harvested a forest and rows that drank this tick."""
+    start = perf_counter()
+    events = state.entities.events
+    events[ate, Event.EAT_FOOD] = 1
+    events[drank, Event.DRINK_WATER] = 1
+    state.event_seconds += perf_counter() - start
+
+
+def combat(state: State, attackers: np.ndarray, styles: np.ndarray, targets: np.ndarray, hit: np.ndarray,
+           credited: np.ndarray, killed: np.ndarray, killers: np.ndarray) -> None:
+    """Record the resolved attacks of the tick (one per attacker row) and the kills credited."""
+    start = perf_counter()
+    ent = state.entities
+    events, n_players = ent.events, ent.n_players
+    landed = attackers[hit]
+    events[landed, ints.Event.SCORE_HIT] = 1
+    events[landed, ints.Event.HIT_MELEE + styles[hit]] = 1
+    events[landed, np.where(targets[hit] < n_players, ints.Event.HIT_PLAYER, ints.Event.HIT_NPC)] = 1
+    events[attackers, Event.DAMAGE_DEALT] = credited
+    if killed.size:
+        events[killers, Event.PLAYER_KILL] = 1
+        events[killers, np.where(killed < n_players, ints.Event.KILL_PLAYER, ints.Event.KILL_NPC)] = 1
+        events[killers, Event.KILL_LEVEL] = ent.combat_level(killed)
+    state.event_seconds += perf_counter() - start
+
+
+def looted(state: State, killers: np.ndarray, equipment_before: np.ndarray) -> None:
+    """Killers whose equipment level rose with the armour they took."""
+    start = perf_counter()
+    ent = state.entities
+    ent.events[killers[ent.max_equipment[killers] > equipment_before], ints.Event.EQUIPMENT_UP] = 1
+    state.event_seconds += perf_counter() - start
+
+
+def moved(state: State, rows: np.ndarray) -> None:
+    """Rows that stepped onto another tile: they hold it for 0 ticks so far."""
+    start = perf_counter()
+    state.entities.tile_ticks[rows] = 0
+    state.event_seconds += perf_counter() - start
+
+
+def explore(state: State, distance: np.ndarray) -> None:
+    """Rows whose distance from spawn (0 for the dead) beats their farthest so far."""
+    start = perf_counter()
+    ent = state.entities
+    np.greater(distance, ent.max_explore, out=ent.events[:, ints.Event.GO_FARTHEST], casting="unsafe")
+    state.event_seconds += perf_counter() - start
+
+
+def settle(state: State, before: Before) -> None:
+    """After the moves: level-ups from the snapshot, and this tick's events added to the life
+    totals. (Only players gain levels, and level-ups are rare: only rows whose levels changed are
+    written.)"""
+    start = perf_counter()
+    ent = state.entities
+    events = ent.events
+    levels = ent.level[: ent.n_players]
+    if np.add.reduce(levels.ravel()) != before.level_sum:  # levels only rise: an equal sum means no level-up
+        rows = np.logical_or.reduce(levels != before.level, axis=1).nonzero()[0]
+        gained = levels[rows] - before.level[rows]
+        events[rows, _LEVELS] = gained
+        events[rows, ints.Event.LEVEL_UP] = np.add.reduce(gained, axis=1)
+    ent.event_totals += events
+    state.event_seconds += perf_counter() - start

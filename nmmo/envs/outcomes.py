@@ -1,0 +1,205 @@
+"""What a step of `nmmo.Env` gives each agent besides its observation: reward, termination,
+truncation, infos and, when its life ends, its episode metrics.
+
+env.py advances the world and observes it; this module accounts for the tick that just ran, for
+the dict API (`Outcomes._outcome_dicts`) and the batched API (`Outcomes._array_outcome`, a
+`BatchStep`). A reward is one rule for both APIs and for the fused engine (`nmmo.envs.fused` calls
+`earned_points` and `mix_rewards` too): -1 on death else 0 (or the user's `Env.reward`), plus
+achievement points / `nmmo.core.metrics.REWARD_SCALE` when REWARD_ACHIEVEMENT is on, then team spirit
+(`nmmo.core.rules.team_spirit`) when PLAYER_TEAM_SPIRIT > 0.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nmmo.config import Config
+from nmmo.core.metrics import REWARD_SCALE, achievement_points, achievement_values, lifetime_metrics
+from nmmo.core.obs import Observations
+from nmmo.core.rules import team_spirit
+from nmmo.core.state import Entities
+
+if TYPE_CHECKING:
+    from nmmo.core.realm import TickResult
+
+
+@dataclass
+class BatchStep:
+    """One step of the batched API; every array has one row per agent slot."""
+
+    obs: Observations
+    rewards: np.ndarray  # float32
+    terminated: np.ndarray  # bool
+    truncated: np.ndarray  # bool
+    agent_ids: np.ndarray  # int64 id of the agent each row belongs to (0: empty slot)
+    alive: np.ndarray  # bool: the slot holds a live agent after this step
+    episodes: dict[str, np.ndarray] | None = None  # lifetime metrics of the slots that finished (terminated
+    #                                               or truncated) this step, one entry per such slot
+    episode_slots: np.ndarray | None = None
+
+
+def earned_points(entities: Entities, slots: np.ndarray, paid: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Achievement points the agents in `slots` reached since they were last accounted, recording
+    them in the per-slot ledgers `paid` and `owner` (updated in place). The ledger is keyed by slot
+    and agent id because slots are reused: a slot's next agent starts from zero, and each tier
+    counts once per agent."""
+    ids = entities.id[slots]
+    points = achievement_points(achievement_values(entities, slots))
+    before = np.where(owner[slots] == ids, paid[slots], 0)
+    paid[slots] = points
+    owner[slots] = ids
+    return points - before
+
+
+def mix_rewards(config: Config, values: np.ndarray, earned: np.ndarray | None, teams: np.ndarray) -> np.ndarray:
+    """`values` (the base rewards) plus `earned` achievement points / REWARD_SCALE when
+    REWARD_ACHIEVEMENT is on, then team spirit within `teams` (any labels that are equal exactly
+    within a team: the fused engine makes them unique per world)."""
+    if config.REWARD_ACHIEVEMENT and earned is not None and earned.size:
+        values = values + earned / REWARD_SCALE
+    alpha = config.PLAYER_TEAM_SPIRIT
+    if alpha > 0 and values.size:
+        values = team_spirit(values, teams, alpha)
+    return values
+
+
+#: Where an agent's lifetime metrics arrive in its infos when its life ends (death or horizon).
+LIFE_KEY = "life"
+#: The key they arrived under until 0.2, which SB3 and gymnasium's wrappers reserve for their own
+#: episode statistics (``{"r", "l", "t"}``): an alias of LIFE_KEY for one release, warning when read.
+LEGACY_LIFE_KEY = "episode"
+
+
+class Info(dict):
+    """One agent's infos: a plain dict, except that reading the deprecated ``"episode"`` key warns
+    (it is LIFE_KEY's alias, present only while ``env.legacy_episode_key`` is on)."""
+
+    def __getitem__(self, key):
+        if key == LEGACY_LIFE_KEY:
+            _warn_legacy_key()
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        if key == LEGACY_LIFE_KEY:
+            _warn_legacy_key()
+        return dict.get(self, key, default)
+
+
+def _warn_legacy_key() -> None:
+    warnings.warn(f'infos[agent]["{LEGACY_LIFE_KEY}"] is deprecated and goes in the next release: read '
+                  f'infos[agent]["{LIFE_KEY}"] (the same metrics; trainers such as SB3 reserve "episode"), or '
+                  "set env.legacy_episode_key = False to drop the alias now", DeprecationWarning, stacklevel=3)
+
+
+def problem_infos(problems: dict, details: bool) -> dict:
+    """What infos say about an agent's dropped sub-actions: numbers (how many were invalid, 1 when
+    an attack was out of reach), and with `details` the reasons as strings."""
+    notes = problems.get("invalid_actions") or []
+    reach = problems.get("attack_out_of_reach")
+    out: dict = {}
+    if notes:
+        out["invalid_actions"] = len(notes)
+    if reach:
+        out["attack_out_of_reach"] = 1
+    if details:
+        out["invalid_action_details"] = [*notes, *([reach] if reach else [])]
+    return out
+
+
+class Outcomes:
+    """The accounting half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the
+    env keeps: ``config``, ``realm``, ``n_slots``, ``done``, ``report_achievements``, the last
+    observations ``_obs``, the info switches ``info_details`` and ``legacy_episode_key``, the user
+    hooks ``reward(agent_id)`` and ``log(agent_id)`` and whether they are custom (``_custom_reward``,
+    ``_custom_log``). It keeps the achievement ledgers ``_points_paid`` and ``_points_owner`` (per
+    slot; the fused engine copies them)."""
+
+    def _clear_points(self) -> None:
+        """Empty achievement ledgers: at construction and at the start of every episode."""
+        self._points_paid = np.zeros(self.n_slots, dtype=np.int64)
+        self._points_owner = np.zeros(self.n_slots, dtype=np.int64)
+
+    def achievements_earned(self, slots: np.ndarray) -> np.ndarray:
+        """Achievement points the agents in `slots` reached since they were last accounted (each
+        tier counts once per agent id): what REWARD_ACHIEVEMENT pays, in ``infos[agent]
+        ["achievement_points"]`` on the dict API. Accounting is per slot and agent id, so a
+        slot's next agent starts from zero."""
+        return earned_points(self.realm.state.entities, slots, self._points_paid, self._points_owner)
+
+    def _reward_values(self, slots: np.ndarray, died: np.ndarray, earned: np.ndarray | None = None) -> np.ndarray:
+        """Rewards of the agents in `slots` this step (`died` marks those that died; `earned`: their
+        achievement points this step, paid as points / 15 when REWARD_ACHIEVEMENT is on)."""
+        ent = self.realm.state.entities
+        if self._custom_reward:
+            values = np.array([self.reward(aid) for aid in ent.id[slots].tolist()], dtype=np.float64)
+        else:
+            values = np.where(died, -1.0, 0.0)
+        return mix_rewards(self.config, values, earned, ent.team[slots])
+
+    def _outcome_dicts(self, slots: np.ndarray, died: np.ndarray, invalid: dict) -> tuple[dict, dict, dict, dict]:
+        """`step`'s rewards, terminations, truncations and infos for the agents in `slots` (`died`:
+        the slots whose agent died this tick; `invalid`: {agent: problems} of dropped actions)."""
+        ids = self.realm.state.entities.id[slots].tolist()
+        dead = np.zeros(self.n_slots, dtype=bool)
+        dead[died] = True
+        is_dead = dead[slots]
+        counted = self.config.REWARD_ACHIEVEMENT or self.report_achievements
+        earned = self.achievements_earned(slots) if counted else np.zeros(0, dtype=np.int64)
+        values = self._reward_values(slots, is_dead, earned)
+        rewards = dict(zip(ids, values.tolist(), strict=True))
+        terminations = dict(zip(ids, is_dead.tolist(), strict=True))
+        truncate = self.done
+        truncations = dict(zip(ids, (~is_dead & truncate).tolist(), strict=True))
+        infos: dict[int, dict] = {aid: Info() for aid in ids}
+        for aid, problems in invalid.items():
+            if aid in infos:
+                infos[aid].update(problem_infos(problems, self.info_details))
+        for i in np.flatnonzero(earned).tolist():
+            infos[ids[i]]["achievement_points"] = int(earned[i])
+        finished = slots if truncate else died
+        if finished.size:
+            self._add_episode_infos(infos, finished)
+        return rewards, terminations, truncations, infos
+
+    def _add_episode_infos(self, infos: dict, slots: np.ndarray) -> None:
+        """``infos[agent]["life"]``: the lifetime metrics of the agents in `slots`, whose lives
+        ended this step, plus what `log` adds (also under the deprecated "episode" while
+        ``legacy_episode_key`` is on)."""
+        state = self.realm.state
+        metrics = lifetime_metrics(state, slots)
+        ids = state.entities.id[slots].tolist()
+        for i, aid in enumerate(ids):
+            episode = {name: values[i].item() for name, values in metrics.items()}
+            if self._custom_log:
+                episode.update(self.log(aid))
+            info = infos.setdefault(aid, Info())
+            info[LIFE_KEY] = episode
+            if self.legacy_episode_key:
+                info[LEGACY_LIFE_KEY] = episode
+
+    def _array_outcome(self, ids_before: np.ndarray, alive_before: np.ndarray, result: TickResult) -> BatchStep:
+        """`step_arrays`' result, given each slot's agent id and liveness before the tick: which
+        rows died (terminated) or reached the horizon alive (truncated), their rewards, the agent
+        each row belongs to (a newly spawned one where the slot was refilled), and the lifetime
+        metrics of the rows that finished."""
+        ent, n = self.realm.state.entities, self.n_slots
+        died = result.dead[result.dead < n]
+        terminated = np.zeros(n, dtype=bool)
+        terminated[died] = True
+        rewarded = np.flatnonzero(alive_before | ent.alive[:n])
+        rewards = np.zeros(n, dtype=np.float32)
+        earned = self.achievements_earned(rewarded) if self.config.REWARD_ACHIEVEMENT else None
+        rewards[rewarded] = self._reward_values(rewarded, terminated[rewarded], earned)
+        truncated = np.zeros(n, dtype=bool)
+        if self.done:
+            truncated[:] = alive_before & ~terminated
+        ids = np.where(alive_before, ids_before, 0)
+        alive = ent.alive[:n].copy()
+        ids = np.where(alive & ~terminated, ent.id[:n], ids)
+        finished = np.flatnonzero(terminated | truncated)
+        episodes = lifetime_metrics(self.realm.state, finished) if finished.size else None
+        return BatchStep(self._obs, rewards, terminated, truncated, ids, alive & ~truncated, episodes, finished)
