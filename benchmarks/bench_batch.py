@@ -129,7 +129,7 @@ else:
     config = equal_shares(with_horizon(nmmo.config.resolve(config_name), ticks), len(policies))
     seeds, map_seeds = episode_seeds(0, episodes), eval_map_seeds(config, episodes)
     for map_seed in map_seeds:
-        nmmo.core.world.get_map(config, map_seed)  # generated into the disk cache now, not in the timed part
+        nmmo.world.get_map(config, map_seed)  # generated into the disk cache now, not in the timed part
     text = config.to_toml()
     tasks = [EpisodeTask(index=i, config_text=text, config_name=config.name, policies=policies, seed=s,
                          map_seed=m) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
