@@ -39,10 +39,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     results = evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
                        workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
-                       progress=not args.quiet, **ray_options(args))
+                       progress=not args.quiet, tasks=args.tasks, **ray_options(args))
     console = wide_console()
     if not args.quiet:
         console.print(metric_table(results))
+        if "tasks" in results:
+            from evaluation.task_results import task_table
+
+            console.print(task_table(results["tasks"]))
         if "team_metrics" in results:
             console.print(team_table(results))
     faults = results["faults"][args.policy]
@@ -197,6 +201,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
     ev.add_argument("--episodes", type=int, default=4, help="episodes, episode i on held-out map i")
     ev.add_argument("--out", type=Path, default=Path("out/eval"), help="directory for results.json and CSVs")
+    ev.add_argument("--tasks", default=None, metavar="SET",
+                    help="give every agent a task from this task set (a shipped name: foraging, exploration, "
+                         "combat, npc_hunting, team, heldout; or a .toml / .json file) and report completion and "
+                         "progress per task and tag")
     ev.set_defaults(func=_cmd_eval, interrupted=_eval_interrupted)
 
     tour = add_command(subparsers, "tournament", "policies share one world; TrueSkill SR leaderboard (anchor: "

@@ -113,6 +113,7 @@ class EpisodeResult:
     seconds: float = 0.0
     policies: tuple[str, ...] = field(default=())
     teams: np.ndarray | None = None  # team of each lifetime (slot // PLAYER_TEAM_SIZE)
+    tasks: np.ndarray | None = None  # with tasks on: (task index, progress, completed) of each lifetime
 
     def scores(self, metric: str = "achievement") -> list[float | None]:
         """Per policy, the mean of `metric` over its agents' lifetimes (the episode's ranking score);
@@ -212,6 +213,7 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     owner_of = np.full(len(env.possible_agents) + 1, -1, dtype=np.int64)
     team_of = np.full(len(env.possible_agents) + 1, -1, dtype=np.int64)
     reported: dict[int, dict] = {}
+    task_rows: dict[int, np.ndarray] = {}  # with tasks on: each finished lifetime's task outcome
     engine_errors = 0
     team_policy = deal(task.seed, -(-config.PLAYER_N // config.PLAYER_TEAM_SIZE), n, task.secret)
     try:
@@ -241,6 +243,9 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
             ids, owners, teams = _live(env, team_policy)
             owner_of[ids], team_of[ids] = owners, teams
             reported.update(_finished_lifetimes(step))
+            if env.tasks is not None and step.episode_slots is not None:
+                task_rows.update(zip(step.agent_ids[step.episode_slots].tolist(), env.task_status(step.episode_slots),
+                                     strict=True))
         if task.replay_path is not None:
             env.save_replay(task.replay_path, policies=list(task.policies), team_policy=team_policy.tolist())
     finally:
@@ -251,9 +256,10 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     owners_all = owner_of[agents]
     keep = owners_all >= 0
     matrix = lifetime_matrix(list(reported.values()))[keep] if reported else np.zeros((0, len(METRICS)))
+    tasks = np.array([task_rows[a] for a in agents[keep].tolist()]).reshape(-1, 3) if env.tasks is not None else None
     return EpisodeResult(task.index, task.seed, task.map_seed, env.tick, matrix, owners_all[keep],
                          [h.faults for h in handles], engine_errors, time.perf_counter() - start, task.policies,
-                         team_of[agents][keep])
+                         team_of[agents][keep], tasks)
 
 
 def episode_worker(parent: int) -> None:

@@ -31,7 +31,8 @@ def _encode(result: EpisodeResult) -> dict[str, Any]:
     return {"index": result.index, "seed": result.seed, "map_seed": result.map_seed, "ticks": result.ticks,
             "lifetimes": result.lifetimes.tolist(), "owners": result.owners.tolist(),
             "faults": [f.to_dict() for f in result.faults], "engine_errors": result.engine_errors,
-            "seconds": result.seconds, "teams": None if result.teams is None else result.teams.tolist()}
+            "seconds": result.seconds, "teams": None if result.teams is None else result.teams.tolist(),
+            "tasks": None if result.tasks is None else result.tasks.tolist()}
 
 
 def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
@@ -40,9 +41,12 @@ def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
     if len(owners) != len(lifetimes) or len(entry["faults"]) != len(policies):
         raise ValueError("lifetimes, owners and faults disagree in length")
     teams = None if entry["teams"] is None else np.asarray(entry["teams"], dtype=np.int64)
+    tasks = None if entry.get("tasks") is None else np.asarray(entry["tasks"], dtype=np.float64).reshape(-1, 3)
+    if tasks is not None and len(tasks) != len(lifetimes):
+        raise ValueError("lifetimes and task outcomes disagree in length")
     return EpisodeResult(int(entry["index"]), int(entry["seed"]), int(entry["map_seed"]), int(entry["ticks"]),
                          lifetimes, owners, [Faults.from_dict(f) for f in entry["faults"]],
-                         int(entry["engine_errors"]), float(entry["seconds"]), policies, teams)
+                         int(entry["engine_errors"]), float(entry["seconds"]), policies, teams, tasks)
 
 
 class Journal:

@@ -15,6 +15,24 @@ import numpy as np
 
 from nmmo.core.metrics import LABELS, METRICS  # noqa: F401 - re-exported: evaluation's tables use them
 
+#: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 30's).
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t_interval(values: Sequence[float]) -> tuple[float, float | None, float | None]:
+    """Mean of independent values (one per episode or seed) and its 95 % Student t interval (None
+    bounds for fewer than two values; NaN mean for none)."""
+    kept = np.asarray(values, dtype=np.float64)
+    if not kept.size:
+        return float("nan"), None, None
+    mean = float(kept.mean())
+    if kept.size < 2:
+        return mean, None, None
+    half = T_975[min(kept.size - 1, len(T_975)) - 1] * float(kept.std(ddof=1)) / float(np.sqrt(kept.size))
+    return mean, mean - half, mean + half
+
 
 def check_metric(name: str) -> str:
     """Return `name` if it is a metric key; a ValueError lists the choices (it comes from user input)."""

@@ -40,8 +40,10 @@ from evaluation.metrics import METRICS, aggregate_by_policy, aggregate_teams, ch
 from evaluation.rating import ANCHOR, BETA, Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.sandbox import Limits
 from evaluation.submission import Faults, check_spec
+from evaluation.task_results import task_report
 from nmmo import config as config_module
 from nmmo.config import Config
+from nmmo.tasks import load_task_set
 
 FORMAT = "flatmmo-evaluation"
 FORMAT_VERSION = 2  # v2: equal shares dealt at random, a tie-break metric instead of random tie orders
@@ -166,13 +168,19 @@ def _episode_entry(result: EpisodeResult, policies: list[str]) -> dict[str, Any]
 
 def evaluate(config: Config | str, policy: str, ticks: int | None = None, episodes: int = 4, seed: int = 0,
              workers: int = 2, time_budget: float = 1.0, progress: bool = True, limits: Limits | None = None,
-             max_restarts: int = 5, backend: str = "process", ray_address: str | None = None) -> dict[str, Any]:
+             max_restarts: int = 5, backend: str = "process", ray_address: str | None = None,
+             tasks: str | None = None) -> dict[str, Any]:
     """Self-contained runs: `policy` controls every agent for `ticks` ticks (default: the config's
     HORIZON) in each of `episodes` episodes, episode i on held-out map i. Returns the result dict
     with the metric table pooled over all lifetimes under ``metrics``. ``backend="ray"`` plays the
-    episodes on `workers` Ray actors."""
+    episodes on `workers` Ray actors. `tasks` (a task set's name or file; default: the config's
+    TASKS) gives every agent a task: the result then holds the task report under ``tasks``
+    (`evaluation.task_results`)."""
     base = config_module.resolve(config)
     config = with_horizon(base, base.HORIZON if ticks is None else ticks)
+    if tasks is not None:
+        config.set("TASKS", str(Path(tasks).resolve()) if Path(tasks).suffix in (".toml", ".json") else str(tasks))
+    task_set = load_task_set(config.TASKS) if config.TASKS else None
     policies = tournament_policies([policy], anchor=policy)
     _check_settings(config, 1, episodes, workers, time_budget)
     limits = (limits or Limits()).check()
@@ -190,6 +198,8 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     if config.PLAYER_TEAM_SIZE > 1:
         out["team_metrics"] = team_metrics(results, policies)
     out["faults"] = {p: f.to_dict() for p, f in faults.items()}
+    if task_set is not None:
+        out["tasks"] = task_report(results, task_set)
     return out
 
 

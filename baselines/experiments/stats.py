@@ -14,13 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.metrics import METRICS
+from evaluation.metrics import METRICS, T_975, t_interval  # noqa: F401 - T_975 re-exported
 
 #: Student t quantiles (0.975) for 1..30 degrees of freedom: 95 % intervals over a few seeds.
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
-
 
 def clean(value: Any, digits: int = 4) -> Any:
     """A JSON-safe number: floats rounded, NaN and infinities as None."""
@@ -53,11 +49,8 @@ def seed_interval(values: Sequence[float | None]) -> dict[str, Any]:
     kept = np.array([v for v in values if v is not None], dtype=np.float64)
     if not len(kept):
         return {"mean": None, "low": None, "high": None, "n": 0, "values": []}
-    mean = float(kept.mean())
-    if len(kept) < 2:
-        return {"mean": clean(mean), "low": None, "high": None, "n": 1, "values": [clean(v) for v in kept]}
-    half = T_975[min(len(kept) - 1, len(T_975)) - 1] * kept.std(ddof=1) / math.sqrt(len(kept))
-    return {"mean": clean(mean), "low": clean(mean - half), "high": clean(mean + half), "n": int(len(kept)),
+    mean, low, high = t_interval(kept)
+    return {"mean": clean(mean), "low": clean(low), "high": clean(high), "n": int(len(kept)),
             "values": [clean(v) for v in kept]}
 
 

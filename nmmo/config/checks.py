@@ -22,6 +22,8 @@ MAX_AGENT_IDS = 2**22
 def check_combinations(config: Config) -> None:
     """Raise ConfigError, naming the keys involved, when keys that each passed their own checks do
     not fit together (the map, the vision window, spawns, ids, thresholds, the systems' ranges)."""
+    if config.TASK_ASSIGN not in ("agent", "team"):
+        raise ConfigError(f"TASK_ASSIGN must be 'agent' or 'team', got {config.TASK_ASSIGN!r}")
     window = 2 * config.PLAYER_VISION_RADIUS + 1
     if config.MAP_CENTER < window:
         raise ConfigError(

@@ -92,6 +92,18 @@ class Config:
     """Add achievement points / 15 to the env's reward on the tick they are earned (each tier once
     per agent; `nmmo.core.metrics.ACHIEVEMENT_TIERS`), beside -1 at death."""
 
+    # --- tasks (`nmmo.tasks`; `nmmo.Env(config, tasks=...)` sets TASKS too) ---
+    TASKS: str = ""
+    """Task set of the agents' objectives: a shipped set's name (foraging, exploration, combat,
+    npc_hunting, team, heldout) or a .toml / .json path; empty: no tasks."""
+    TASK_ASSIGN: str = "agent"
+    """Who draws a task at reset: each "agent" (slot), or each "team" (its members share it)."""
+    TASK_REWARD: float = 1.0
+    """Weight of the task reward in the env's reward."""
+    TASK_SURVIVAL_REWARD: float = 0.0
+    """Weight of the survival reward (-1 at death, or your reward_fn's, plus achievement points) when
+    tasks are on; 0: the reward is the task reward alone, as in nmmo 2.x."""
+
     # --- NPC capacities (settable only with the NPC system on) ---
     NPC_N: int = 128
     """NPC population cap."""
@@ -121,6 +133,8 @@ class Config:
         PLAYER_N_OBS=(1, 2**14),
         PLAYER_TEAM_SIZE=(1, 2**16),
         PLAYER_TEAM_SPIRIT=(0.0, 1.0),
+        TASK_REWARD=(0.0, 1e6),
+        TASK_SURVIVAL_REWARD=(0.0, 1e6),
         NPC_N=(0, 2**20),
         NPC_LEVEL_MAX=(1, 99),
         NPC_LEVEL_SPREAD=(0, 99),

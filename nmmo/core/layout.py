@@ -23,6 +23,7 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.core.enums import Direction, EntityAttr, Style, TileAttr
+from nmmo.tasks.embedding import EMBEDDING_SIZE as TASK_EMBEDDING_SIZE
 
 N_ENTITY_ATTRS = len(EntityAttr)
 N_TILE_ATTRS = len(TileAttr)
@@ -60,7 +61,8 @@ def _window(config: Config) -> int:
     return (2 * config.PLAYER_VISION_RADIUS + 1) ** 2
 
 
-#: The fields, in order. The first five are the builder's; a field with a `fill` is computed by it.
+#: The fields, in order. The first five are the builder's; a field with a `fill` is computed by it
+#: (the task embedding, present when the config has TASKS).
 FIELDS: list[Field] = [
     Field("tile", ("Tile",), lambda c: (_window(c), N_TILE_ATTRS), np.dtype(np.int16), 0,
           lambda c: max(c.MAP_SIZE, 8)),
@@ -71,6 +73,13 @@ FIELDS: list[Field] = [
     Field("target_mask", ("ActionTargets", "Attack", "Target"), lambda c: (c.PLAYER_N_OBS + 1,),
           np.dtype(np.int8), mask=True),
 ]
+def _task_shape(config: Config) -> tuple[int, ...] | None:
+    """The task embedding's length when the config has tasks (`nmmo.tasks.embedding`: fixed)."""
+    return (TASK_EMBEDDING_SIZE,) if config.TASKS else None
+
+
+FIELDS.append(Field("task", ("Task",), _task_shape, np.dtype(np.float32),
+                    fill=lambda env, slots: env.task_embedding(slots)))
 #: The fields the observation builder writes (`nmmo.core.obs.ObservationBuilder`), in its order.
 BUILT = ("tile", "entity", "move_mask", "style_mask", "target_mask")
 

@@ -55,12 +55,13 @@ from nmmo.core.world import get_map
 from nmmo.envs.outcomes import BatchStep, Outcomes
 from nmmo.envs.overlays import Overlays
 from nmmo.envs.spaces import Spaces
+from nmmo.envs.tasking import Tasking, TaskSource
 from nmmo.io.replay import Recorder, capture
 
 __all__ = ["BatchStep", "Env"]  # BatchStep lives in nmmo.envs.outcomes, with the rest of a step's accounting
 
 
-class Env(Outcomes, Spaces, ParallelEnv):
+class Env(Outcomes, Spaces, Tasking, ParallelEnv):
     """The game world as a PettingZoo ParallelEnv (agents, spaces and rewards: see the module notes).
 
     What each step gives the agents besides observations (rewards, terminations, infos, episode
@@ -77,6 +78,8 @@ class Env(Outcomes, Spaces, ParallelEnv):
         record: record the episode for `save_replay` (see `nmmo.io.replay`).
         info_details: add the reasons for dropped sub-actions to infos as strings (by default infos
             hold numbers only).
+        tasks: objectives as data (`nmmo.envs.tasking`): a shipped task set's name, a .toml / .json
+            path, a `nmmo.tasks.TaskSet` or a list of task tables; None: the config's TASKS.
 
     """
 
@@ -91,8 +94,10 @@ class Env(Outcomes, Spaces, ParallelEnv):
         render_mode: str | None = None,
         record: bool = False,
         info_details: bool = False,
+        tasks: TaskSource = None,
     ) -> None:
         self.config = config_module.resolve(config).validate()
+        self._init_tasks(tasks)  # first: with tasks on, the env's config (a copy) names them
         self.render_mode = render_mode
         self.reward_fn = reward_fn
         self.log_fn = log_fn
@@ -145,6 +150,7 @@ class Env(Outcomes, Spaces, ParallelEnv):
         self._refresh_agents()
         obs = self._obs_dicts(slots)
         infos = {agent: {} for agent in obs}
+        self._add_task_infos(infos, slots, list(obs))
         return obs, infos
 
     def _begin_episode(self, seed: int | None, options: dict | None) -> None:
@@ -170,6 +176,7 @@ class Env(Outcomes, Spaces, ParallelEnv):
             self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
         self.realm.reset(self._map_cache[map_seed], rng)
         self._clear_points()
+        self._reset_tasks(seed)
 
     # --------------------------------------------------------------- step
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
@@ -305,6 +312,7 @@ class Env(Outcomes, Spaces, ParallelEnv):
     def _advance(self, directions, styles, targets) -> TickResult:
         last_tick = self.realm.state.tick + 1 >= self.config.HORIZON
         result = self.realm.tick(directions, styles, targets, self._np_random, respawn=not last_tick)
+        self._evaluate_tasks()
         self.overlays.track(self.realm.state)
         if self._recorder is not None:
             self._recorder.capture(self.realm.state, self.overlays)

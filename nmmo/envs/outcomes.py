@@ -55,12 +55,16 @@ def earned_points(entities: Entities, slots: np.ndarray, paid: np.ndarray, owner
     return points - before
 
 
-def mix_rewards(config: Config, values: np.ndarray, earned: np.ndarray | None, teams: np.ndarray) -> np.ndarray:
+def mix_rewards(config: Config, values: np.ndarray, earned: np.ndarray | None, teams: np.ndarray,
+                tasks: np.ndarray | None = None) -> np.ndarray:
     """`values` (the base rewards) plus `earned` achievement points / REWARD_SCALE when
-    REWARD_ACHIEVEMENT is on, then team spirit within `teams` (any labels that are equal exactly
-    within a team: the fused engine makes them unique per world)."""
+    REWARD_ACHIEVEMENT is on; with `tasks` (the weighted task rewards) that survival reward is
+    weighted by TASK_SURVIVAL_REWARD and the task reward added; then team spirit within `teams`
+    (any labels that are equal exactly within a team: the fused engine makes them unique per world)."""
     if config.REWARD_ACHIEVEMENT and earned is not None and earned.size:
         values = values + earned / REWARD_SCALE
+    if tasks is not None:
+        values = values * config.TASK_SURVIVAL_REWARD + tasks
     alpha = config.PLAYER_TEAM_SPIRIT
     if alpha > 0 and values.size:
         values = team_spirit(values, teams, alpha)
@@ -138,7 +142,7 @@ class Outcomes:
             values = np.array([self.reward(aid) for aid in ent.id[slots].tolist()], dtype=np.float64)
         else:
             values = np.where(died, -1.0, 0.0)
-        return mix_rewards(self.config, values, earned, ent.team[slots])
+        return mix_rewards(self.config, values, earned, ent.team[slots], self._task_rewards(slots))
 
     def _outcome_dicts(self, slots: np.ndarray, died: np.ndarray, invalid: dict) -> tuple[dict, dict, dict, dict]:
         """`step`'s rewards, terminations, truncations and infos for the agents in `slots` (`died`:
@@ -155,6 +159,7 @@ class Outcomes:
         truncate = self.done
         truncations = dict(zip(ids, (~is_dead & truncate).tolist(), strict=True))
         infos: dict[int, dict] = {aid: Info() for aid in ids}
+        self._add_task_infos(infos, slots, ids)
         for aid, problems in invalid.items():
             if aid in infos:
                 infos[aid].update(problem_infos(problems, self.info_details))

@@ -1,0 +1,121 @@
+"""Tasks in an env: `Tasking`, the mixin through which `nmmo.Env` assigns each agent (or team) a task
+at reset, evaluates every task after each tick, pays task rewards and shows the task to the agent.
+
+Turned on by ``Env(config, tasks=...)`` (a shipped set's name, a TOML / JSON path, a `TaskSet` or a
+list of spec tables) or the config key ``TASKS``; the config's ``TASK_*`` keys say how tasks are
+assigned (``TASK_ASSIGN``: one per agent or per team) and how the reward mixes the task reward
+(``TASK_REWARD``) with the survival reward (``TASK_SURVIVAL_REWARD`` times -1 at death and the
+achievement points). With tasks on:
+
+- the observation gains ``Task`` (``batch["task"]``): the embedding of the agent's task
+  (`nmmo.tasks.embedding`, `EMBEDDING_SIZE` floats; `Env.task_encoder` replaces it with your own
+  encoding of the same length);
+- ``infos[agent]`` carries ``task`` (its index in the set), ``task_progress`` (0..1) and
+  ``task_completed`` (0/1), every step;
+- tasks are drawn from their own random stream (`nmmo.tasks.task_rng` of the episode seed), so
+  turning tasks on changes nothing else in the episode.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmmo.tasks import EMBEDDING_SIZE, TaskSet, TaskState, load_task_set, task_rng, task_set_from_data
+
+#: What `tasks=` (or the TASKS key) accepts.
+TaskSource = str | Path | TaskSet | list | dict | None
+
+
+def as_task_set(tasks: Any) -> TaskSet:
+    """A `TaskSet` from a shipped set's name, a path, parsed data (a list of spec tables or a table
+    with a ``task`` list) or a TaskSet."""
+    if isinstance(tasks, TaskSet):
+        return tasks
+    if isinstance(tasks, (str, Path)):
+        return load_task_set(tasks)
+    if isinstance(tasks, (list, dict)):
+        return task_set_from_data(tasks, "<tasks given to the env>", "inline")
+    raise ValueError(f"tasks must be a task set name, a .toml/.json path, a TaskSet or a list of task tables, "
+                     f"got {type(tasks).__name__}")
+
+
+class Tasking:
+    """The tasks half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the env
+    keeps: ``config`` and ``realm``."""
+
+    #: Optional ``f(task_set, task_indices) -> (n, EMBEDDING_SIZE) float32``: your own encoding of
+    #: each slot's task in the observation (default: `nmmo.tasks.embed` of the spec).
+    task_encoder: Callable[[TaskSet, np.ndarray], np.ndarray] | None = None
+
+    def _init_tasks(self, tasks: TaskSource) -> None:
+        if tasks is None and self.config.TASKS:
+            tasks = self.config.TASKS
+        self.tasks: TaskState | None = None
+        self._task_step = None
+        if tasks is None:
+            return
+        task_set = as_task_set(tasks)
+        if self.config.TASKS != str(tasks):
+            # the key says tasks are on (the observation layout reads it) and names them; on a copy:
+            # the caller's config is not changed
+            self.config = copy.copy(self.config).set(
+                "TASKS", str(tasks) if isinstance(tasks, (str, Path)) else f"<{task_set.name}>")
+        self.tasks = TaskState(task_set, self.config, assign=self.config.TASK_ASSIGN)
+        self._task_embeddings = np.zeros((self.config.PLAYER_N, EMBEDDING_SIZE), dtype=np.float32)
+
+    def _reset_tasks(self, episode_seed: int) -> None:
+        if self.tasks is None:
+            return
+        self.tasks.reset(self.realm.state, task_rng(episode_seed))
+        self._task_step = None
+        encode = self.task_encoder
+        table = self.tasks.slot_embeddings() if encode is None else np.asarray(
+            encode(self.tasks.tasks, self.tasks.task), dtype=np.float32)
+        if table.shape != self._task_embeddings.shape:
+            raise ValueError(f"task_encoder returned shape {table.shape}, expected {self._task_embeddings.shape}")
+        self._task_embeddings[:] = table
+
+    def _evaluate_tasks(self) -> None:
+        if self.tasks is not None:
+            self._task_step = self.tasks.evaluate(self.realm.state)
+
+    def task_embedding(self, slots: np.ndarray) -> np.ndarray:
+        """The observation's ``Task`` field of `slots` (the layout's fill)."""
+        return self._task_embeddings[slots]
+
+    def _task_rewards(self, slots: np.ndarray) -> np.ndarray | None:
+        """The task rewards of `slots` this tick, weighted by TASK_REWARD (None: tasks are off)."""
+        if self.tasks is None or self._task_step is None:
+            return None
+        return self._task_step.rewards[slots] * self.config.TASK_REWARD
+
+    def _add_task_infos(self, infos: dict, slots: np.ndarray, ids: list[int]) -> None:
+        """``task``, ``task_progress`` and ``task_completed`` of each agent of `slots` (ids `ids`)."""
+        if self.tasks is None:
+            return
+        step = self._task_step
+        task = self.tasks.task[slots].tolist()
+        progress = step.progress[slots].tolist() if step is not None else [0.0] * len(task)
+        done = step.completed[slots].astype(int).tolist() if step is not None else [0] * len(task)
+        for agent, t, p, c in zip(ids, task, progress, done, strict=True):
+            info = infos.setdefault(agent, {})
+            info["task"], info["task_progress"], info["task_completed"] = t, p, c
+
+    def task_status(self, slots: np.ndarray) -> np.ndarray:
+        """(len(slots), 3) float64 rows of (task index, progress, completed) after the last tick:
+        what a lifetime that ends now reports (tasks off: an empty table)."""
+        if self.tasks is None:
+            return np.zeros((0, 3))
+        step = self._task_step
+        progress = step.progress[slots] if step is not None else np.zeros(len(slots))
+        completed = step.completed[slots] if step is not None else np.zeros(len(slots), dtype=bool)
+        return np.stack([self.tasks.task[slots], progress, completed], axis=1).astype(np.float64)
+
+    def task_timing(self) -> dict[str, float]:
+        """Seconds spent so far on the event log and on task evaluation (code timers)."""
+        return {} if self.tasks is None else self.tasks.timing(self.realm.state)
