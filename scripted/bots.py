@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmmo.enums import EntityAttr, NPCType, Style
-from nmmo.rules import DELTAS, chebyshev, reaches
+from nmmo.core.enums import EntityAttr, NPCType, Style
+from nmmo.core.rules import DELTAS, chebyshev, reaches
 from scripted.core import Batch, Scripted, random_choice, safe_moves, to_rows
 from scripted.forage import Forage, ForageNoExplore
 

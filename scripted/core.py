@@ -1,6 +1,6 @@
 """Shared machinery of the scripted bots, vectorized over all the agents a policy controls.
 
-Bots see only what any submission sees: the observation arrays (`nmmo.layout.ObsBatch`), which
+Bots see only what any submission sees: the observation arrays (`nmmo.core.layout.ObsBatch`), which
 `batch_of` reshapes into windows (agents x window x window); they answer in the array form
 (`nmmo.policy.ArrayPolicy`: one (direction, style, target) row per agent). `walk_distances` is a
 breadth-first search from every agent over its visible window at once; `step_towards` turns chosen
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.enums import Direction, Material, TileAttr
-from nmmo.layout import ObsBatch, from_dicts
+from nmmo.core.enums import Direction, Material, TileAttr
+from nmmo.core.layout import ObsBatch, from_dicts
+from nmmo.core.rules import STEPS
 from nmmo.policy import ArrayPolicy
-from nmmo.rules import STEPS
 
 UNREACHED = np.int16(-1)
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmmo.enums import Direction, EntityAttr, Material
-from nmmo.rules import DELTAS, STEPS, WALKABLE, chebyshev
+from nmmo.core.enums import Direction, EntityAttr, Material
+from nmmo.core.rules import DELTAS, STEPS, WALKABLE, chebyshev
 from scripted.core import Batch, step_towards, to_rows, walk_distances
 from scripted.memory import distance_field
 from scripted.plan import FAR, AgentBook, Plan, Planner

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.enums import Material
-from nmmo.rules import danger
+from nmmo.core.enums import Material
+from nmmo.core.rules import danger
 from scripted.core import Batch
 
 UNKNOWN = -1
@@ -236,7 +236,7 @@ def closed_border(open_: np.ndarray, size: int) -> np.ndarray:
 
 
 def outer_band(config: Config, max_danger: float) -> np.ndarray:
-    """Flat bool: playable tiles whose danger (`nmmo.rules.danger`: 2 x distance to the nearest
+    """Flat bool: playable tiles whose danger (`nmmo.core.rules.danger`: 2 x distance to the nearest
     playable edge / side, 0 at the edge, about 1 at the centre) is below `max_danger`.
     NPCs there spawn passive (below 0.5) or neutral (below 0.8); hostile ones spawn inside."""
     index = np.arange(config.MAP_SIZE)

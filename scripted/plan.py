@@ -25,8 +25,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.enums import EntityAttr, Material, NPCType
-from nmmo.rules import STEPS
+from nmmo.core.enums import EntityAttr, Material, NPCType
+from nmmo.core.rules import STEPS
 from scripted.core import Batch, Scripted
 from scripted.memory import (
     FAR,
