@@ -24,6 +24,10 @@ NOT_FLAGS = ("extra",)
 class Args:
     config: str = "train_small"
     """Config name, preset or TOML path of the training envs."""
+    tasks: str = ""
+    """Train on tasks: a task set's name (foraging, exploration, combat, npc_hunting, team, heldout) or
+    a .toml / .json file; every agent draws a task at reset and the network reads its embedding
+    (docs/tasks.md). Empty: no tasks."""
     env: str | None = None
     """The env class, as pkg.module:Class or path/to/file.py:Class: an `nmmo.Env` subclass with your
     own `reward` (the custom-reward recipe). None: `nmmo.Env` and its default reward."""

@@ -116,13 +116,17 @@ class Policy(nn.Module):
     small tensor ops, far cheaper on CPU than one `nn.LSTM` call per step. Acting and the unroll
     use the same cell, so a rollout's log-probabilities are what the learner recomputes."""
 
-    def __init__(self, side: int = 15, hidden: int = 64, entity_code: int = 32) -> None:
+    def __init__(self, side: int = 15, hidden: int = 64, entity_code: int = 32, task_dim: int = 0) -> None:
         super().__init__()
         self.kwargs = {"side": side, "hidden": hidden, "entity_code": entity_code}
+        if task_dim:  # a task-conditioned policy reads the observation's task embedding (`nmmo.tasks`)
+            self.kwargs["task_dim"] = task_dim
         self.hidden = hidden
         self.tiles = TileEncoder(side, hidden)
         self.entities = EntityEncoder(entity_code)
-        self.fuse = nn.Sequential(nn.Linear(hidden + 2 * entity_code, hidden), nn.ReLU())
+        self.task = nn.Sequential(nn.Linear(task_dim, entity_code), nn.ReLU()) if task_dim else None
+        fused = hidden + 2 * entity_code + (entity_code if task_dim else 0)
+        self.fuse = nn.Sequential(nn.Linear(fused, hidden), nn.ReLU())
         self.lstm = nn.LSTM(hidden, hidden)
         self.move = nn.Linear(hidden, 5)
         self.style = nn.Linear(hidden, 3)
@@ -136,8 +140,13 @@ class Policy(nn.Module):
 
     def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, EntityCodes]:
         entities = self.entities(obs["entity"])
-        state = self.fuse(torch.cat([self.tiles(obs["tile"]), entities.own, entities.pooled], dim=-1))
-        return state, entities
+        parts = [self.tiles(obs["tile"]), entities.own, entities.pooled]
+        if self.task is not None:
+            if "task" not in obs:
+                raise ValueError("this policy was trained on tasks: its observations need the task embedding "
+                                 "(a config with TASKS, e.g. nmmo eval --tasks SET)")
+            parts.append(self.task(obs["task"].float()))
+        return self.fuse(torch.cat(parts, dim=-1)), entities
 
     def heads(self, core: torch.Tensor, entities: EntityCodes, obs: dict[str, torch.Tensor]):
         """Masked logits for the three action parts, and the value."""

@@ -35,6 +35,7 @@ from nmmo import console
 from nmmo.envs.vector import METRIC_NAMES, VectorEnv
 from nmmo.io.files import atomic_write_bytes, remove_stale_temps
 from nmmo.policy import load_policy_class
+from nmmo.tasks import EMBEDDING_SIZE
 
 
 def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config,
@@ -103,10 +104,13 @@ def train(args: Args) -> dict:
     remove_stale_temps(out)  # what a killed run's atomic writes left behind
     league = _league(args, out) if args.league else None  # its file's specs are checked before any env exists
     config = config_module.resolve(args.config)
+    if args.tasks:  # every agent draws a task; the network reads its embedding
+        config.set("TASKS", str(Path(args.tasks).resolve()) if Path(args.tasks).suffix in (".toml", ".json")
+                   else args.tasks)
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
                     ray_address=args.ray_address, env=args.env)
     side = 2 * config.PLAYER_VISION_RADIUS + 1
-    model = Policy(side=side, hidden=args.hidden).to(args.device)
+    model = Policy(side=side, hidden=args.hidden, task_dim=EMBEDDING_SIZE if config.TASKS else 0).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
     rng = np.random.default_rng(args.seed)  # minibatch shuffles: the same seed gives the same run
     step, iteration = 0, 0

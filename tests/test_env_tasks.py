@@ -87,3 +87,24 @@ def test_inline_specs_the_config_key_and_an_encoder():
 
 def test_pettingzoo_api_with_tasks():
     parallel_api_test(nmmo.Env(small(), tasks="foraging"), num_cycles=40)
+
+
+def test_a_task_conditioned_network_reads_the_embedding():
+    import torch
+
+    from baselines.model import Policy
+    from nmmo.core.layout import ObsBatch
+
+    env = nmmo.Env(small(), tasks="foraging")
+    env.reset(seed=0)
+    batch: ObsBatch = env.observations()
+    model = Policy(side=15, task_dim=EMBEDDING_SIZE)
+    assert model.kwargs["task_dim"] == EMBEDDING_SIZE and "task_dim" not in Policy(side=15).kwargs
+    tensors = {name: torch.as_tensor(values) for name, values in batch.items()}
+    state = model.initial_state(batch.n)
+    first = model(tensors, state, torch.zeros(batch.n))[3]
+    tensors["task"] = torch.zeros_like(tensors["task"])
+    assert not torch.equal(first, model(tensors, state, torch.zeros(batch.n))[3])  # the value depends on the task
+    del tensors["task"]
+    with pytest.raises(ValueError, match="trained on tasks"):
+        model(tensors, state, torch.zeros(batch.n))
