@@ -1,18 +1,7 @@
-"""The config keys: a base `Config`, the game-system mixins and the size presets (declarations:
-every key with its type, default, bounds and docstring). `nmmo.config` is the public face.
-
-A config is a class composed from a size preset and the game systems it enables, e.g.::
-
-    class MyConfig(nmmo.config.Small, nmmo.config.Resource, nmmo.config.Combat):
-        pass
-
-    config = MyConfig().set("PLAYER_N", 32)
-
-A system is on when its mixin is present. Keys are UPPER_CASE class attributes; the keys of a
-system are prefixed by its name (``RESOURCE_``, ``COMBAT_``, ``PROGRESSION_``, ``NPC_``) and are only
-settable when that system is on. Capacities (map size, populations, observation rows) live in the
-base class and the presets; rules (damage, regeneration, XP rates) live in the mixins.
-"""
+"""The config keys: a base `Config`, the game-system mixins and the size presets: declarations,
+every key with its type, default, bounds and docstring (the data of `nmmo.config`, whose docstring
+says how configs are composed; `nmmo.config.checks` ties keys together, `nmmo.config.files` loads
+them)."""
 
 from __future__ import annotations
 
