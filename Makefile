@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 WEB := client_server/web
 SERVE ?= 1
 PORT ?= 8000
+# test workers (pytest-xdist), one a core of the 2-core CI machine; TEST_JOBS=0 runs the suite in one process
+TEST_JOBS ?= 2
 
 .PHONY: demo test lint web chromium sandbox bench docs clean
 
@@ -45,8 +47,9 @@ demo: $(STAMP) web
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# Each test file runs whole on one worker, and all the Ray tests on one (tests/conftest.py).
 test: $(STAMP) lint web chromium sandbox
-	NMMO_REQUIRE_BROWSER=1 NMMO_REQUIRE_SANDBOX=1 $(PY) -m pytest -q
+	NMMO_REQUIRE_BROWSER=1 NMMO_REQUIRE_SANDBOX=1 $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 # This documentation site (mkdocs.yml), offline and strict: any warning fails. Output: site/.
 docs: $(STAMP)

@@ -44,6 +44,10 @@ class ChannelError(Exception):
     """A frame that could not be read: the peer closed, stalled past the deadline, or sent too much."""
 
 
+class ChannelClosed(ChannelError):
+    """The peer closed its end (end of file, a broken pipe): it has exited or is exiting."""
+
+
 class ChannelTimeout(ChannelError):
     """The deadline passed before a whole frame arrived (or could be sent)."""
 
@@ -60,7 +64,7 @@ def write_frame(fd: int, payload: bytes, deadline: float | None = None) -> None:
         except BlockingIOError:
             continue
         except (BrokenPipeError, OSError) as err:
-            raise ChannelError(f"the peer closed the channel ({err.strerror or err})") from None
+            raise ChannelClosed(f"the peer closed the channel ({err.strerror or err})") from None
         data = data[written:]
 
 
@@ -81,7 +85,7 @@ def _read_exactly(fd: int, count: int, deadline: float | None) -> bytes:
         except BlockingIOError:
             continue
         if not chunk:
-            raise ChannelError("the peer closed the channel")
+            raise ChannelClosed("the peer closed the channel")
         parts.append(chunk)
         left -= len(chunk)
     return b"".join(parts)

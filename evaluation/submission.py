@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.channel import ChannelError, ChannelTimeout
+from evaluation.channel import ChannelClosed, ChannelError, ChannelTimeout
 from evaluation.faults import FAULT_KINDS, Faults, error_text, preview  # noqa: F401 - Faults, FAULT_KINDS re-exported
 from evaluation.sandbox import (
     Limits,
@@ -39,6 +39,8 @@ from nmmo.policy import BUILTIN, PATH_SCHEMES, act_rows, load_policy_class
 NO_ACTIONS = (np.zeros(0, dtype=np.int64), np.zeros((0, 3), dtype=np.int64))
 #: How episode pools start their processes: a clean interpreter, no inherited locks, threads or state.
 START_METHOD = "spawn"
+#: How long a worker that closed its channel has to be seen exiting before its fault counts as malformed.
+WAIT_FOR_EXIT_S = 2.0
 
 
 # -------------------------------------------------------------- validation
@@ -315,8 +317,11 @@ class SubprocessPolicy(PolicyHandle):
             self._kill()  # restarted at the next submit
             return NO_ACTIONS
         except ChannelError as err:
-            time.sleep(0.01)  # a worker that is dying: let its exit say why
-            death = self._worker.death()
+            # a worker that closed the channel is dying: let its exit say why (on a loaded machine its
+            # exit may be seen a good while after its end of the channel closes)
+            give_up = time.monotonic() + (WAIT_FOR_EXIT_S if isinstance(err, ChannelClosed) else 0.01)
+            while (death := self._worker.death()) is None and time.monotonic() < give_up:
+                time.sleep(0.01)
             if death is not None:
                 self.faults.record("exception", f"worker died: {death}")
             else:  # alive but wrote something that is not a reply: a protocol violation

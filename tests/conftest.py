@@ -10,3 +10,25 @@ def ray_session():
     distributed.init(num_cpus=2)
     yield ray
     ray.shutdown()
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: pytest without it runs on
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs `pytest -n 2 --dist loadfile` (pytest-xdist): each test file runs whole on
+    one worker, so its module fixtures are built once; here every file that uses `ray_session` is
+    one unit as well, so one local Ray starts, not one per worker. (xdist's `--dist loadgroup` and
+    `xdist_group` marks would say this, but xdist 3.8 cannot rename pytest 9's node ids: the marks
+    are ignored.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    ray_files = {path.relative_to(config.rootpath).as_posix()
+                 for path in (config.rootpath / "tests").rglob("test_*.py") if "ray_session" in path.read_text()}
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            path = super()._split_scope(nodeid)
+            return "ray" if path in ray_files else path
+
+    return Scheduling(config, log)
