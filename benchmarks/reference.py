@@ -5,6 +5,7 @@ and `nmmo experiment table1 --reference-python` measure us against.
 Usage:
     python benchmarks/reference.py                          # build (or check) it, print its interpreter
     python benchmarks/reference.py --throughput medium 200  # also drive it: agent-steps/s
+    python benchmarks/reference.py --tasks                  # and time its task evaluation (128 tasks)
     NMMO_REF=/some/dir python benchmarks/reference.py       # build it there instead
 
 The environment lives at `$NMMO_REF` if set, else `~/.cache/flatmmo/nmmo-2.1.1` (under
@@ -28,6 +29,7 @@ environment's `maps/` folder; constructing a Large env still takes nmmo 2.1.1 ab
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -40,6 +42,7 @@ from pathlib import Path
 VERSION = "2.1.1"
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "reference_driver.py"
+TASKS_DRIVER = HERE / "ref_tasks_driver.py"
 #: (what the step installs, pip arguments after `pip install`)
 INSTALL_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("numpy 1.23.3 and the build tools", ("numpy==1.23.3", "setuptools", "wheel", "cython>=3")),
@@ -198,6 +201,29 @@ def throughput(case: str, steps: int, python: str | Path | None = None, timeout:
     return measure(case, steps, python, timeout)["agent-steps/s"]
 
 
+def task_timing(specs: Sequence[dict], ticks: int = 200, warmup: int = 20, seed: int = 1,
+                python: str | Path | None = None, timeout: float | None = 3600) -> dict:
+    """Time nmmo 2.1.1's task evaluation (benchmarks/ref_tasks_driver.py) on the Medium case
+    with one spec per agent (`specs`: the driver's JSON entries, in agent order): its per-tick
+    ``tasks_ms`` (`Env._compute_rewards`), ``gamestate_ms`` (inside it), ``step_ms`` and more."""
+    python = Path(python) if python is not None else interpreter()
+    with tempfile.TemporaryDirectory(prefix="nmmo_ref_tasks_") as folder:
+        path = Path(folder) / "specs.json"
+        path.write_text(json.dumps({"specs": list(specs)}))
+        done = run_reference(python, [str(TASKS_DRIVER), str(path), "--ticks", str(ticks), "--warmup", str(warmup),
+                                      "--seed", str(seed), "--maps", str(maps_dir(python, "medium"))],
+                             timeout=timeout)
+    lines = done.stdout.strip().splitlines()
+    try:
+        figures = json.loads(lines[-1]) if done.returncode == 0 and lines else None
+    except json.JSONDecodeError:
+        figures = None
+    if not isinstance(figures, dict):
+        raise RuntimeError(f"the nmmo {VERSION} task driver failed (exit status {done.returncode}):\n"
+                           f"{_tail(done.stdout + done.stderr)}")
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--venv", default=None, help="where to build it (default: $NMMO_REF or the cache)")
@@ -205,6 +231,8 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="run the install steps even if it is ready")
     parser.add_argument("--throughput", nargs=2, metavar=("CASE", "STEPS"),
                         help="then drive it: CASE medium or large, STEPS steps")
+    parser.add_argument("--tasks", action="store_true",
+                        help="then time its task evaluation beside ours (benchmarks/bench_tasks_reference.py)")
     args = parser.parse_args()
 
     def log(line: str) -> None:
@@ -220,6 +248,11 @@ def main() -> None:
         figures = measure(case, int(steps), python)
         print(f"nmmo {VERSION} {case}, {steps} steps: "
               + ", ".join(f"{key} {value:g}" for key, value in figures.items()))
+    if args.tasks:
+        done = subprocess.run([sys.executable, str(HERE / "bench_tasks_reference.py"), "--reference-python",
+                               str(python)])
+        if done.returncode != 0:
+            sys.exit(done.returncode)
 
 
 if __name__ == "__main__":

@@ -70,12 +70,14 @@ def _check_serve(args: argparse.Namespace) -> None:
 
 class LiveRun(NamedTuple):
     """A simulation for `serve_viewer` to run and stream: its config (a name, preset or TOML path),
-    the policy spec driving every agent, the env and policy seed, and ticks per second."""
+    the policy spec driving every agent, the env and policy seed, ticks per second, and the task set
+    its agents get (a shipped name or a file; None: the config's TASKS, if any)."""
 
     config: str
     policy: str = "scripted:Combat"
     seed: int = 0
     speed: float = 10.0
+    tasks: str | None = None
 
 
 def serve_viewer(*, replay: str | Path | None = None, replay_dir: str | Path | None = None,
@@ -103,7 +105,8 @@ def serve_viewer(*, replay: str | Path | None = None, replay_dir: str | Path | N
              "max_replay_mb": max_replay_mb,
              "replay_cache_mb": REPLAY_CACHE_MB if replay_cache_mb is None else replay_cache_mb}
     if live is not None:
-        session = LiveSession(config_module.resolve(live.config), live.policy, seed=live.seed, speed=live.speed)
+        session = LiveSession(config_module.resolve(live.config), live.policy, seed=live.seed, speed=live.speed,
+                              tasks=live.tasks)
         app, url = create_app(live=session, **guard), url + "?live=1"
     else:
         directory = Path(replay_dir) if replay_dir else Path(replay).parent
@@ -133,7 +136,7 @@ def server_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def serve_command(args: argparse.Namespace) -> int:
     """`nmmo serve`: the viewer as its flags ask (replay, replay directory or live run)."""
-    live = LiveRun(args.config, args.policy, args.seed, args.speed) if args.live else None
+    live = LiveRun(args.config, args.policy, args.seed, args.speed, args.tasks) if args.live else None
     return serve_viewer(replay=args.replay, replay_dir=args.replay_dir, live=live, **server_options(args))
 
 
@@ -150,5 +153,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                      help=f"live: the policy driving every agent ({spec_forms()})")
     srv.add_argument("--seed", type=int, default=0, help="live: env and policy seed")
     srv.add_argument("--speed", type=float, default=10.0, help="live: ticks per second")
+    srv.add_argument("--tasks", default=None, metavar="SET",
+                     help="live: give every agent a task from this set (a shipped name, e.g. foraging, or a "
+                          ".toml/.json path); the inspector shows each agent's task and progress")
     add_server_flags(srv)
     srv.set_defaults(func=serve_command, check=_check_serve)

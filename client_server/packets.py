@@ -3,7 +3,8 @@
 Frames are `nmmo.io.replay.capture` dicts (one array per field, one entry per entity slot), so live
 runs and replays encode the same way. A tick packet lists, column by column, only the entities
 whose fields changed since the previous frame, the ids that disappeared, the tiles that changed,
-and this tick's attacks.
+and this tick's attacks. Runs with tasks also send the task fields (`sent_fields`) and, in the
+header, the task set's names (``tasks``); runs without send neither, as before.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ import numpy as np
 
 from client_server.protocol import SPEED_RANGE
 from nmmo.core.enums import MATERIAL_COLORS, Material
-from nmmo.io.replay import FIELDS, quantize
+from nmmo.io.replay import FIELDS, TASK_FIELDS, quantize
 
 PROTOCOL_VERSION = 1
-#: Fields sent per entity (the frame's `alive` and `damage` stay server-side).
-SENT_FIELDS = [name for name in FIELDS if name not in ("alive", "damage")]
+#: Fields sent per entity (the frame's `alive` and `damage` stay server-side) in a run without tasks.
+SENT_FIELDS = [name for name in FIELDS if name not in ("alive", "damage", *TASK_FIELDS)]
+#: ... and in a run with tasks: the slot's task, its progress (per-mille) and whether it is done.
+TASK_SENT_FIELDS = [*SENT_FIELDS, *TASK_FIELDS]
+
+
+def sent_fields(tasks: bool) -> list[str]:
+    """The fields tick packets carry: with the task fields when the run has tasks."""
+    return TASK_SENT_FIELDS if tasks else SENT_FIELDS
 
 
 def b64(array: np.ndarray) -> str:
@@ -27,22 +35,35 @@ def b64(array: np.ndarray) -> str:
 
 
 def header_packet(mode: str, material: np.ndarray, *, center: int, border: int, ticks: int | None, tick: int,
-                  overlays: list[str], config: dict, blank: dict[str, str] | None = None) -> dict:
+                  overlays: list[str], config: dict, blank: dict[str, str] | None = None,
+                  tasks: dict | None = None) -> dict:
     """The first packet of a connection: the map once, sizes, overlay names (and `blank`: what each
-    shows on tiles without data, for the legend), config summary."""
+    shows on tiles without data, for the legend), config summary, and with tasks, `tasks`: the set's
+    ``name`` and its specs' ``names`` (a frame's ``task`` indexes them; `task_summary`)."""
+    extra = {} if tasks is None else {"tasks": tasks}
     return {
         "type": "header", "version": PROTOCOL_VERSION, "mode": mode, "size": int(material.shape[0]),
         "center": center, "border": border, "material": b64(material.astype(np.uint8)),
         "materials": {str(int(m)): m.name.lower() for m in Material},
         "colors": {str(int(m)): list(rgb) for m, rgb in MATERIAL_COLORS.items()},
         "ticks": ticks, "tick": tick, "overlays": overlays, "overlay_blank": dict(blank or {}), "config": config,
-        "fields": SENT_FIELDS, "speed_range": list(SPEED_RANGE),
+        "fields": sent_fields(tasks is not None), "speed_range": list(SPEED_RANGE), **extra,
     }
 
 
+def task_summary(tasks: object) -> dict | None:
+    """What the header packet says of a run's tasks, from a replay header's ``tasks`` entry (or
+    `nmmo.Env.task_header`'s): the set's name and its specs' names, each at most 100 characters
+    (the entry is untrusted); None without tasks."""
+    if not isinstance(tasks, dict) or not isinstance(tasks.get("names"), list):
+        return None
+    return {"name": str(tasks.get("name") or "")[:100], "names": [str(name)[:100] for name in tasks["names"]]}
+
+
 def tick_packet(tick: int, frame: dict[str, np.ndarray], previous: dict[str, np.ndarray] | None,
-                tile_changes: np.ndarray | None = None) -> dict:
-    """Entities changed since `previous` (all live ones when it is None: a full packet)."""
+                tile_changes: np.ndarray | None = None, fields: list[str] = SENT_FIELDS) -> dict:
+    """Entities changed since `previous` (all live ones when it is None: a full packet), their
+    `fields` (`sent_fields`)."""
     alive = frame["alive"].astype(bool)
     if previous is None:
         changed = alive
@@ -51,12 +72,12 @@ def tick_packet(tick: int, frame: dict[str, np.ndarray], previous: dict[str, np.
         was = previous["alive"].astype(bool)
         same_entity = was & alive & (previous["id"] == frame["id"])
         differs = np.zeros_like(alive)
-        for name in SENT_FIELDS:
+        for name in fields:
             differs |= frame[name] != previous[name]
         changed = alive & (~same_entity | differs)
         removed = previous["id"][was & ~same_entity]
     rows = np.flatnonzero(changed)
-    entities = {name: frame[name][rows].tolist() for name in SENT_FIELDS}
+    entities = {name: frame[name][rows].tolist() for name in fields}
     attackers = np.flatnonzero(alive & (frame["attack_style"] >= 0))
     targets = frame["attack_target"][attackers]
     target_damage = _damage_of(frame, targets)
@@ -70,9 +91,9 @@ def tick_packet(tick: int, frame: dict[str, np.ndarray], previous: dict[str, np.
     }
 
 
-def empty_tick(tick: int) -> dict:
+def empty_tick(tick: int, fields: list[str] = SENT_FIELDS) -> dict:
     """A tick packet that changes nothing (to carry an overlay update on its own)."""
-    return {"type": "tick", "tick": tick, "full": False, "entities": {name: [] for name in SENT_FIELDS},
+    return {"type": "tick", "tick": tick, "full": False, "entities": {name: [] for name in fields},
             "removed": [], "tiles": [], "attacks": []}
 
 

@@ -171,7 +171,7 @@ async def _watch_live(websocket: WebSocket, live: LiveSession) -> None:
     viewer = LiveViewer(websocket, live)
     with live.lock:
         viewer._put(dumps(live.header()))
-        viewer._put(dumps(tick_packet(live.env.tick, live.frame, None)))
+        viewer._put(dumps(tick_packet(live.env.tick, live.frame, None, fields=live.fields)))
     viewer._put(dumps(live.status()))
     live.viewers.add(viewer)
     sender = asyncio.create_task(viewer.sender())

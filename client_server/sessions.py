@@ -5,7 +5,9 @@
   worker thread; every `LiveViewer` gets the same packets through its own queue.
 
 Built-in overlays come from `nmmo.envs.overlays.builtin_heatmap` for both, so a live run and its replay
-show the same picture. Sessions only read the engine's state; they never change it.
+show the same picture. Sessions only read the engine's state; they never change it. A run with tasks
+(a replay whose header has ``tasks``, a live env made with tasks) also sends the task fields and the
+task names, and offers the ``tasks done`` overlay.
 """
 
 from __future__ import annotations
@@ -20,30 +22,43 @@ from collections import OrderedDict
 import numpy as np
 from fastapi import WebSocket
 
+from client_server import packets
 from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
 from client_server.protocol import CommandError
-from nmmo.envs.overlays import BUILTIN as BUILTIN_OVERLAYS
-from nmmo.envs.overlays import VALUE_BLANK, add_visits, blank_note, builtin_heatmap
+from nmmo.envs.overlays import VALUE_BLANK, add_completions, add_visits, blank_note, builtin_heatmap, builtin_names
 
 #: Built-in overlays change every tick; viewers get them again at most this often (seconds).
 BUILTIN_REFRESH_S = 1.0
-REPLAY_OVERLAYS = BUILTIN_OVERLAYS
+#: The built-in overlays of every replay (one with tasks offers ``tasks done`` too: `replay_overlays`).
+REPLAY_OVERLAYS = builtin_names(tasks=False)
 #: Value landscapes a live session keeps (one per map; a 160² map's is 100 kB).
 LANDSCAPES_KEPT = 16
 
 
-def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None) -> tuple[np.ndarray, float, float] | None:
+def has_tasks(replay) -> bool:
+    """Whether a replay was recorded with tasks (its header names them)."""
+    return packets.task_summary(replay.header.get("tasks")) is not None
+
+
+def replay_overlays(replay) -> list[str]:
+    """The overlays a replay offers: the built-ins (``tasks done`` only with tasks), then its own."""
+    return [*builtin_names(has_tasks(replay)), *replay.overlay_names]
+
+
+def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None,
+                   completions: np.ndarray | None = None) -> tuple[np.ndarray, float, float] | None:
     """A replay's overlay at `tick`: recorded user overlays, or a built-in computed from its frame
-    by `nmmo.envs.overlays.builtin_heatmap`, as the live env computes it."""
+    by `nmmo.envs.overlays.builtin_heatmap`, as the live env computes it (`visits` and `completions`:
+    the counts up to `tick`)."""
     from nmmo.io.replay import quantize
 
     if name in replay.overlay_names:
         return replay.overlay_at(name, tick)
-    if name not in BUILTIN_OVERLAYS:
+    if name not in builtin_names(has_tasks(replay)):
         return None
     header = replay.header
     heat = builtin_heatmap(name, replay.frame(tick), replay.material_at(tick), int(header["border"]),
-                           int(header["center"]), visits)
+                           int(header["center"]), visits, completions)
     return quantize(heat)
 
 
@@ -61,7 +76,8 @@ def encoded_tick(replay, tick: int, full: bool) -> str:
     if text is None:
         frame = replay.frame(tick)
         previous = None if key[1] else replay.frame(tick - 1)
-        text = dumps(tick_packet(tick, frame, previous, None if key[1] else replay.tile_changes(tick)))
+        text = dumps(tick_packet(tick, frame, previous, None if key[1] else replay.tile_changes(tick),
+                                 packets.sent_fields(has_tasks(replay))))
         cache[key] = text
         if len(cache) > PACKETS_KEPT:
             cache.popitem(last=False)
@@ -78,6 +94,9 @@ class ReplayViewer:
         self.follow: int | None = None
         self.visits: np.ndarray | None = None  # made when the viewer first asks for the visits overlay
         self.visits_upto = -1
+        self.completions: np.ndarray | None = None  # the same for the tasks done overlay
+        self.completions_upto = -1
+        self.fields = packets.sent_fields(has_tasks(replay))
         self.overlay_sent_at = -1e9
         self.wake = asyncio.Event()
 
@@ -91,16 +110,27 @@ class ReplayViewer:
             add_visits(self.visits, self.replay.frame(t))
         self.visits_upto = tick
 
+    def _accumulate_completions(self, tick: int) -> None:
+        if self.completions is None:
+            self.completions = np.zeros((self.replay.size, self.replay.size), dtype=np.float32)
+        if tick < self.completions_upto:
+            self.completions[:] = 0
+            self.completions_upto = -1
+        for t in range(self.completions_upto + 1, tick + 1):
+            add_completions(self.completions, self.replay.frame(t), self.replay.frame(t - 1) if t > 0 else None)
+        self.completions_upto = tick
+
     async def send_header(self) -> None:
         header = self.replay.header
-        overlays = [*REPLAY_OVERLAYS, *self.replay.overlay_names]
+        overlays = replay_overlays(self.replay)
         blank = {name: blank_note(name, header.get("overlay_blank")) for name in overlays}
         await self.ws.send_text(dumps(header_packet(
             "replay", self.replay.material_at(self.tick), center=header["center"], border=header["border"],
             ticks=self.replay.ticks, tick=self.tick, overlays=overlays, blank=blank,
             config={"name": header.get("config_name"), "PLAYER_N": header.get("n_players"),
                     "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed"),
-                    "policies": header.get("policies"), "team_policy": header.get("team_policy")})))
+                    "policies": header.get("policies"), "team_policy": header.get("team_policy")},
+            tasks=packets.task_summary(header.get("tasks")))))
 
     async def send_tick(self, full: bool) -> None:
         text = encoded_tick(self.replay, self.tick, full)
@@ -112,8 +142,10 @@ class ReplayViewer:
                 self.overlay_sent_at = loop.time()
                 if self.overlay == "visits":
                     self._accumulate_visits(self.tick)
-                text = with_overlay(text, overlay_field(
-                    self.overlay, quantized=replay_overlay(self.replay, self.overlay, self.tick, self.visits)))
+                elif self.overlay == "tasks done":
+                    self._accumulate_completions(self.tick)
+                text = with_overlay(text, overlay_field(self.overlay, quantized=replay_overlay(
+                    self.replay, self.overlay, self.tick, self.visits, self.completions)))
         await self.ws.send_text(text)
 
     async def send_status(self) -> None:
@@ -140,12 +172,12 @@ class ReplayViewer:
             self.tick = command["tick"]
             await self.send_tick(full=True)
         elif name == "overlay":
-            if command["name"] is not None and command["name"] not in (*REPLAY_OVERLAYS, *self.replay.overlay_names):
+            if command["name"] is not None and command["name"] not in replay_overlays(self.replay):
                 raise CommandError(f"no overlay named {command['name']!r}")
             self.overlay = command["name"]
             self.overlay_sent_at = -1e9
             if self.overlay is None:
-                await self.ws.send_text(with_overlay(dumps(empty_tick(self.tick)), overlay_field(None)))
+                await self.ws.send_text(with_overlay(dumps(empty_tick(self.tick, self.fields)), overlay_field(None)))
             else:
                 await self.send_tick(full=True)
         elif name == "follow":
@@ -169,14 +201,16 @@ class ReplayViewer:
 
 # ------------------------------------------------------------------ live
 class LiveSession:
-    """A shared simulation: an env driven by one policy, ticking in a thread at `speed` ticks/s."""
+    """A shared simulation: an env driven by one policy, ticking in a thread at `speed` ticks/s;
+    `tasks` gives its agents tasks (`nmmo.Env`'s `tasks`; None: the config's TASKS, if any)."""
 
     def __init__(self, config, policy_spec: str = "scripted:Combat", seed: int = 0, speed: float = 10.0,
-                 record: bool = False) -> None:
+                 record: bool = False, tasks=None) -> None:
         import nmmo
         from nmmo.policy import load_policy_class
 
-        self.env = nmmo.Env(config, seed=seed, record=record)
+        self.env = nmmo.Env(config, seed=seed, record=record, tasks=tasks)
+        self.fields = packets.sent_fields(self.env.tasks is not None)
         self.policy = load_policy_class(policy_spec)(self.env.config)
         if hasattr(self.policy, "reset"):
             self.policy.reset(seed)
@@ -187,7 +221,7 @@ class LiveSession:
         self.values = self._value_overlay()
         self.frame = self.env.frame()
         self.material = self.env.material.copy()
-        self.tick_json = dumps(tick_packet(0, self.frame, None))
+        self.tick_json = dumps(tick_packet(0, self.frame, None, fields=self.fields))
         self.playing, self.speed = True, speed
         self.viewers: set[LiveViewer] = set()
         self.lock = threading.Lock()
@@ -233,7 +267,8 @@ class LiveSession:
                              config={"name": config.name, "PLAYER_N": config.PLAYER_N,
                                      "NPC_N": config.NPC_N if config.has("NPC") else 0,
                                      "HORIZON": config.HORIZON, "policy": self.policy_spec,
-                                     "policies": [self.policy_spec]})
+                                     "policies": [self.policy_spec]},
+                             tasks=packets.task_summary(self.env.task_header().get("tasks")))
 
     def advance(self) -> tuple[str, bool]:
         """One tick (runs in a worker thread); returns the encoded packet and whether the world reset."""
@@ -256,7 +291,7 @@ class LiveSession:
             changed = np.flatnonzero(material.ravel() != self.material.ravel())
             tiles = np.stack([changed, material.ravel()[changed]], axis=1)
             self.material = material.copy()
-            packet = tick_packet(env.tick, frame, None if reset else self.frame, None if reset else tiles)
+            packet = tick_packet(env.tick, frame, None if reset else self.frame, None if reset else tiles, self.fields)
             self.frame = frame
             self.tick_json = dumps(packet)
             return self.tick_json, reset
@@ -264,7 +299,7 @@ class LiveSession:
     def full_packet(self) -> str:
         """The current state as a full tick packet."""
         with self.lock:
-            return dumps(tick_packet(self.env.tick, self.frame, None))
+            return dumps(tick_packet(self.env.tick, self.frame, None, fields=self.fields))
 
     def overlay(self, name: str) -> dict:
         with self.lock:
@@ -343,7 +378,7 @@ class LiveViewer:
             self.overlay = command["name"]
             self.overlay_sent_at = -1e9
             if self.overlay is None:
-                self._put(with_overlay(dumps(empty_tick(session.env.tick)), overlay_field(None)))
+                self._put(with_overlay(dumps(empty_tick(session.env.tick, session.fields)), overlay_field(None)))
         elif name == "follow":
             self.follow = command["id"]
         self._put(dumps({**session.status(), "overlay": self.overlay, "follow": self.follow}))

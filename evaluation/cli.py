@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from evaluation.metrics import METRICS
+from evaluation.metrics import RANKING_METRICS
 from evaluation.sandbox import Limits
 from evaluation.tables import (
     fault_text,
@@ -86,7 +86,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
                                  record_dir=None if args.record is None else str(args.record),
                                  journal=None if args.out is None else args.out / JOURNAL_FILE, resume=args.resume,
                                  on_update=show if live is not None else None, secret=args.secret,
-                                 **ray_options(args))
+                                 tasks=args.tasks, **ray_options(args))
     print_tournament(console, results, quiet=args.quiet)
     if args.out is not None:
         _saved(console, save_results(results, args.out))
@@ -216,9 +216,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                       help=f"policy specs ({spec_forms()}); scripted:Combat is added when missing")
     tour.add_argument("--episodes", type=int, default=16, help="episodes, episode i on held-out map i")
     tour.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
-    tour.add_argument("--metric", choices=METRICS, default=METRIC,
-                      help="what ranks policies in an episode: the mean over their agents")
-    tour.add_argument("--tie-break", choices=(*METRICS, "none"), default=TIE_BREAK,
+    tour.add_argument("--metric", choices=RANKING_METRICS, default=METRIC,
+                      help="what ranks policies in an episode: the mean over their agents (task_reward, "
+                           "task_completion: with --tasks)")
+    tour.add_argument("--tie-break", choices=(*RANKING_METRICS, "none"), default=TIE_BREAK,
                       help="what orders equal metrics; none: equal metrics are draws")
     tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
     tour.add_argument("--resume", action="store_true",
@@ -226,6 +227,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     tour.add_argument("--secret", type=_secret, default=None, metavar="INT",
                       help="the deal's secret (default: a fresh one, or the journal's with --resume); recorded in "
                            "OUT/episodes.jsonl: pass it back with --seed to re-run a tournament exactly")
+    tour.add_argument("--tasks", default=None, metavar="SET",
+                      help="give every agent a task from this task set (a shipped name or a .toml / .json file); "
+                           "every policy's agents hold the same tasks")
     tour.add_argument("--record", type=Path, default=None, metavar="DIR",
                       help="also save every episode as a replay in DIR (watch with nmmo serve --replay-dir DIR)")
     tour.set_defaults(func=_cmd_tournament, interrupted=_tournament_interrupted)

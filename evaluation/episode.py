@@ -27,14 +27,15 @@ from typing import Any
 import numpy as np
 
 import nmmo
-from evaluation.metrics import METRICS, aggregate_by_policy, lifetime_matrix, policy_means
+from evaluation.metrics import METRICS, TASK_METRICS, aggregate_by_policy, lifetime_matrix, policy_means
 from evaluation.sandbox import Limits, end_of_episode
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
+from evaluation.task_deal import deal_tasks
+from evaluation.value_overlays import ValueOverlays
 from nmmo import config as config_module
 from nmmo import console
 from nmmo.config import Config
 from nmmo.core.actions import NO_OP_ROW
-from nmmo.envs.landscape import NAME as LANDSCAPE
 from nmmo.envs.outcomes import BatchStep
 from nmmo.envs.process import die_with_parent
 
@@ -113,17 +114,28 @@ class EpisodeResult:
     seconds: float = 0.0
     policies: tuple[str, ...] = field(default=())
     teams: np.ndarray | None = None  # team of each lifetime (slot // PLAYER_TEAM_SIZE)
-    tasks: np.ndarray | None = None  # with tasks on: (task index, progress, completed) of each lifetime
+    tasks: np.ndarray | None = None  # with tasks on: (task index, progress, completed, reward) of each lifetime
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The metrics of its lifetimes: `METRICS`, and `TASK_METRICS` with tasks on."""
+        return METRICS if self.tasks is None else (*METRICS, *TASK_METRICS)
+
+    def table(self) -> np.ndarray:
+        """One row per lifetime, one column per metric of `names`."""
+        if self.tasks is None:
+            return self.lifetimes
+        return np.concatenate([self.lifetimes, self.tasks[:, [3, 2]]], axis=1)
 
     def scores(self, metric: str = "achievement") -> list[float | None]:
         """Per policy, the mean of `metric` over its agents' lifetimes (the episode's ranking score);
         None for a policy that never ran in this episode (it could not be built): it is not ranked."""
-        means = policy_means(self.lifetimes, self.owners, len(self.policies), metric)
+        means = policy_means(self.table(), self.owners, len(self.policies), metric, self.names)
         return [None if faults.not_started else mean for mean, faults in zip(means, self.faults, strict=True)]
 
     def metrics(self) -> dict[str, dict[str, dict]]:
         """{policy: {metric: {"mean", "std", "count"}}} for this episode."""
-        return aggregate_by_policy(self.lifetimes, self.owners, self.policies)
+        return aggregate_by_policy(self.table(), self.owners, self.policies, self.names)
 
 
 #: Stream of the episode seed that `deal` draws from (apart from the env's own stream).
@@ -142,48 +154,6 @@ def _live(env: nmmo.Env, team_policy: np.ndarray) -> tuple[np.ndarray, np.ndarra
     ids, slots = env.live_players()
     teams = slots // env.config.PLAYER_TEAM_SIZE
     return ids.astype(np.int64), team_policy[teams], teams
-
-
-class ValueOverlays:
-    """Value-function overlays of a recorded episode, for each in-process policy that exposes value
-    estimates (a trained checkpoint's `last_values`): its value landscape (`nmmo.envs.landscape`: the
-    critic at every walkable tile for one standard agent, painted once on the first frame by an
-    instance of the policy of its own) named ``value landscape``, and the mean estimate per tile
-    of its agents so far (`ValueMap`) named ``value`` (``value: SPEC``, ``value landscape: SPEC``
-    when several policies have one). The mean is refreshed every `every` ticks, which keeps
-    replays small (each refresh stores a map-sized layer)."""
-
-    def __init__(self, env: nmmo.Env, handles: list, every: int = 16) -> None:
-        from nmmo.envs.overlays import ValueMap
-
-        self.env, self.every = env, every
-        self.policies = [p for p, handle in enumerate(handles) if getattr(handle, "last_values", None) is not None]
-        self.handles = handles
-        several = len(self.policies) > 1
-        self.names = {p: f"value: {handles[p].spec}" if several else "value" for p in self.policies}
-        self.maps = {p: ValueMap(env.config.MAP_SIZE) for p in self.policies}
-        for p in self.policies:
-            self.paint_landscape(handles[p].spec, f"{LANDSCAPE}: {handles[p].spec}" if several else LANDSCAPE)
-
-    def paint_landscape(self, spec: str, name: str) -> None:
-        """The landscape of the policy `spec`, by a fresh instance (the playing one keeps its memory);
-        quietly: episodes run in worker processes, whose lines would interleave."""
-        from nmmo.envs.landscape import paint_landscape
-        from nmmo.policy import load_policy_class
-
-        paint_landscape(self.env, load_policy_class(spec)(self.env.config), name, progress=False)
-
-    def add(self, seen: list, tick: int) -> None:
-        """Add this tick's estimates of each policy's agents (`seen`: what each policy observed); the
-        overlay appears with the first estimates, so a replay shows it from its first tick."""
-        from nmmo.envs.overlays import VALUE_BLANK
-
-        for p in self.policies:
-            self.maps[p].add_observed(seen[p], self.handles[p].last_values or {})
-            if self.names[p] not in self.env.overlays.user_names():
-                self.env.overlays.register(self.names[p], self.maps[p].heatmap(), blank=VALUE_BLANK)
-            elif tick % self.every == 0 or tick + 1 >= self.env.config.HORIZON:  # the last tick is recorded too
-                self.env.overlays.update(self.names[p], self.maps[p].heatmap())
 
 
 def _respawns_coming(env: nmmo.Env) -> bool:
@@ -217,7 +187,10 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     engine_errors = 0
     team_policy = deal(task.seed, -(-config.PLAYER_N // config.PLAYER_TEAM_SIZE), n, task.secret)
     try:
-        env.reset(seed=task.seed, options={"map_seed": task.map_seed})
+        options = {"map_seed": task.map_seed}
+        if env.tasks is not None and n > 1:  # every policy's agents hold the same tasks
+            options["tasks"] = deal_tasks(env.tasks, team_policy, n, task.seed, _salt(task.secret))
+        env.reset(seed=task.seed, options=options)
         for p, handle in enumerate(handles):
             handle.reset(policy_seed(task.seed, p, task.secret))
         ids, owners, teams = _live(env, team_policy)
@@ -256,7 +229,7 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     owners_all = owner_of[agents]
     keep = owners_all >= 0
     matrix = lifetime_matrix(list(reported.values()))[keep] if reported else np.zeros((0, len(METRICS)))
-    tasks = np.array([task_rows[a] for a in agents[keep].tolist()]).reshape(-1, 3) if env.tasks is not None else None
+    tasks = np.array([task_rows[a] for a in agents[keep].tolist()]).reshape(-1, 4) if env.tasks is not None else None
     return EpisodeResult(task.index, task.seed, task.map_seed, env.tick, matrix, owners_all[keep],
                          [h.faults for h in handles], engine_errors, time.perf_counter() - start, task.policies,
                          team_of[agents][keep], tasks)

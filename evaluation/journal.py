@@ -41,7 +41,7 @@ def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
     if len(owners) != len(lifetimes) or len(entry["faults"]) != len(policies):
         raise ValueError("lifetimes, owners and faults disagree in length")
     teams = None if entry["teams"] is None else np.asarray(entry["teams"], dtype=np.int64)
-    tasks = None if entry.get("tasks") is None else np.asarray(entry["tasks"], dtype=np.float64).reshape(-1, 3)
+    tasks = None if entry.get("tasks") is None else np.asarray(entry["tasks"], dtype=np.float64).reshape(-1, 4)
     if tasks is not None and len(tasks) != len(lifetimes):
         raise ValueError("lifetimes and task outcomes disagree in length")
     return EpisodeResult(int(entry["index"]), int(entry["seed"]), int(entry["map_seed"]), int(entry["ticks"]),

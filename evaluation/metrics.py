@@ -15,6 +15,12 @@ import numpy as np
 
 from nmmo.core.metrics import LABELS, METRICS  # noqa: F401 - re-exported: evaluation's tables use them
 
+#: With tasks on, each lifetime also has these (`EpisodeResult.tasks`): its task reward (the task's
+#: own, before TASK_REWARD) and whether it completed its task. They rank tournaments like the others.
+TASK_METRICS: tuple[str, ...] = ("task_reward", "task_completion")
+RANKING_METRICS: tuple[str, ...] = (*METRICS, *TASK_METRICS)
+TASK_LABELS = {"task_reward": "Task Reward", "task_completion": "Task Done"}
+
 #: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 30's).
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
@@ -34,10 +40,10 @@ def t_interval(values: Sequence[float]) -> tuple[float, float | None, float | No
     return mean, mean - half, mean + half
 
 
-def check_metric(name: str) -> str:
+def check_metric(name: str, names: Sequence[str] = RANKING_METRICS) -> str:
     """Return `name` if it is a metric key; a ValueError lists the choices (it comes from user input)."""
-    if name not in METRICS:
-        raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}")
+    if name not in names:
+        raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(names)}")
     return name
 
 
@@ -65,27 +71,29 @@ def aggregate(values: np.ndarray | Sequence[Mapping[str, Any]]) -> dict[str, dic
     return aggregate_by_policy(matrix, owners, ["all"])["all"]
 
 
-def aggregate_by_policy(matrix: np.ndarray, owners: np.ndarray,
-                        policies: Sequence[str]) -> dict[str, dict[str, dict[str, float | int | None]]]:
-    """{policy: {metric: {"mean", "std", "count"}}}, where row i of `matrix` is a lifetime of
-    policy ``policies[owners[i]]``; a policy without lifetimes gets count 0 and None stats."""
-    matrix = np.asarray(matrix, dtype=np.float64).reshape(-1, len(METRICS))
+def aggregate_by_policy(matrix: np.ndarray, owners: np.ndarray, policies: Sequence[str],
+                        names: Sequence[str] = METRICS) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """{policy: {metric: {"mean", "std", "count"}}}, where row i of `matrix` (columns `names`) is a
+    lifetime of policy ``policies[owners[i]]``; a policy without lifetimes gets count 0 and None stats."""
+    matrix = np.asarray(matrix, dtype=np.float64).reshape(-1, len(names))
     owners = np.asarray(owners, dtype=np.int64)
     n = len(policies)
     counts = np.bincount(owners, minlength=n)[:n]
     # one bincount per column: sums and sums of squares for every (policy, metric) pair at once
-    sums = np.stack([np.bincount(owners, weights=matrix[:, j], minlength=n)[:n] for j in range(len(METRICS))], 1)
+    sums = np.stack([np.bincount(owners, weights=matrix[:, j], minlength=n)[:n] for j in range(len(names))], 1)
     squares = np.stack([np.bincount(owners, weights=matrix[:, j] ** 2, minlength=n)[:n]
-                        for j in range(len(METRICS))], 1)
+                        for j in range(len(names))], 1)
     return {
-        policy: {name: _stats(counts[p], sums[p, j], squares[p, j]) for j, name in enumerate(METRICS)}
+        policy: {name: _stats(counts[p], sums[p, j], squares[p, j]) for j, name in enumerate(names)}
         for p, policy in enumerate(policies)
     }
 
 
-def policy_means(matrix: np.ndarray, owners: np.ndarray, n_policies: int, metric: str) -> list[float | None]:
+def policy_means(matrix: np.ndarray, owners: np.ndarray, n_policies: int, metric: str,
+                 names: Sequence[str] = METRICS) -> list[float | None]:
     """Mean of one metric per policy (None for a policy without lifetimes): the episode score."""
-    column = np.asarray(matrix, dtype=np.float64).reshape(-1, len(METRICS))[:, METRICS.index(check_metric(metric))]
+    column = np.asarray(matrix, dtype=np.float64).reshape(-1, len(names))[:, list(names).index(
+        check_metric(metric, names))]
     owners = np.asarray(owners, dtype=np.int64)
     counts = np.bincount(owners, minlength=n_policies)[:n_policies]
     sums = np.bincount(owners, weights=column, minlength=n_policies)[:n_policies]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.faults import FAULT_KINDS, MAX_MESSAGES, Faults
-from evaluation.metrics import METRICS, TEAM_METRICS
+from evaluation.metrics import METRICS, RANKING_METRICS, TASK_METRICS, TEAM_METRICS
 from evaluation.rating import Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.tournament import FORMAT, FORMAT_VERSION, leaderboard
 from nmmo.config import Config
@@ -85,13 +85,19 @@ def _fault_columns(record: Mapping[str, Any]) -> dict[str, int]:
     return {kind: record[kind] for kind in FAULT_KINDS}
 
 
+def _names(results: dict[str, Any]) -> list[str]:
+    """The metrics of a result: `METRICS`, and `TASK_METRICS` when it ran with tasks."""
+    first = next(iter(results["metrics"].values()))
+    return [*METRICS, *(name for name in TASK_METRICS if name in first)]
+
+
 def _tournament_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     board = [{**{k: row[k] for k in _LEADERBOARD_ROW[:7]}, "failed": row.get("failed", False), **row["metrics"],
               **row["faults"]} for row in results["leaderboard"]]
     episodes = [
         {"episode": e["index"], "seed": e["seed"], "map_seed": e["map_seed"], "policy": p, "score": e["scores"][p],
          "tie_break": e.get("tie_break", {}).get(p), "rank": e["ranks"][p], "sr": e["sr"][p],
-         **{m: e["metrics"][p][m]["mean"] for m in METRICS}, "lifetimes": e["metrics"][p][METRICS[0]]["count"],
+         **{m: e["metrics"][p][m]["mean"] for m in _names(results)}, "lifetimes": e["metrics"][p][METRICS[0]]["count"],
          **_fault_columns(e["faults"][p])}
         for e in results["episodes"] for p in results["policies"]
     ]
@@ -103,10 +109,11 @@ def _tournament_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]
 
 
 def _eval_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    metrics = [{"policy": p, "metric": m, **results["metrics"][p][m]} for p in results["policies"] for m in METRICS]
+    metrics = [{"policy": p, "metric": m, **results["metrics"][p][m]} for p in results["policies"]
+               for m in _names(results)]
     episodes = [
         {"episode": e["index"], "seed": e["seed"], "map_seed": e["map_seed"], "policy": p,
-         **{m: e["metrics"][p][m]["mean"] for m in METRICS}, "lifetimes": e["metrics"][p][METRICS[0]]["count"],
+         **{m: e["metrics"][p][m]["mean"] for m in _names(results)}, "lifetimes": e["metrics"][p][METRICS[0]]["count"],
          **_fault_columns(e["faults"][p])}
         for e in results["episodes"] for p in results["policies"]
     ]
@@ -246,9 +253,10 @@ def _check_fault_table(where: str, table: Any, policies: list[str]) -> None:
         _check_faults(_at(where, policy), table[policy])
 
 
-def _cell_problem(cell: Any, ceiling: float | None) -> tuple[tuple[str, ...], Any, str] | None:
+def _cell_problem(cell: Any, ceiling: float | None, signed: bool = False) -> tuple[tuple[str, ...], Any, str] | None:
     """What is wrong with a {mean, std, count} cell, as (keys below the cell, value, reason); None
-    when nothing is: a count, then (null when it is 0) a finite mean >= 0, <= `ceiling`, std >= 0."""
+    when nothing is: a count, then (null when it is 0) a finite mean >= 0 (any sign when `signed`:
+    a task's reward may be negative), <= `ceiling`, std >= 0."""
     if not isinstance(cell, dict) or "count" not in cell:
         return (), cell, "an object with mean, std and count is expected"
     count, mean, std = cell["count"], cell.get("mean"), cell.get("std")
@@ -262,7 +270,7 @@ def _cell_problem(cell: Any, ceiling: float | None) -> tuple[tuple[str, ...], An
             return (key,), value, "a number within +-2**53 is expected"
     if std < 0:
         return ("std",), std, "a std is >= 0"
-    if mean < 0:
+    if mean < 0 and not signed:
         return ("mean",), mean, "metrics are >= 0"
     if ceiling is not None and mean > ceiling:
         return ("mean",), mean, f"a lifetime is within [0, {ceiling}], the ticks played"
@@ -276,8 +284,9 @@ def _check_metric_table(where: str, table: Any, policies: list[str], ticks: int,
     for policy in policies:
         row = table[policy]
         _require(isinstance(row, dict), f"{_at(where, policy)} must be an object")
-        for name in names:
-            problem = _cell_problem(row.get(name), ticks if name in _LIFETIME_METRICS else None)
+        extra = tuple(name for name in TASK_METRICS if name in table[policies[0]]) if names == METRICS else ()
+        for name in (*names, *extra):
+            problem = _cell_problem(row.get(name), ticks if name in _LIFETIME_METRICS else None, name == "task_reward")
             if problem is not None:
                 keys, value, reason = problem
                 raise _fail(_at(where, policy, name, *keys), value, reason)
@@ -300,8 +309,9 @@ def _check_settings(settings: dict[str, Any], mode: str) -> None:
         _require(_is_int(settings[key]) and 1 <= settings[key] < MAX_COUNT,
                  f"settings[{key!r}] is {_show(settings[key])}; a positive int is expected")
     if mode == "tournament":
-        _require(settings["metric"] in METRICS, f"settings['metric'] is {_show(settings['metric'])}; not a metric")
-        _require(settings["tie_break"] is None or settings["tie_break"] in METRICS,
+        _require(settings["metric"] in RANKING_METRICS,
+                 f"settings['metric'] is {_show(settings['metric'])}; not a metric")
+        _require(settings["tie_break"] is None or settings["tie_break"] in RANKING_METRICS,
                  f"settings['tie_break'] is {_show(settings['tie_break'])}; not a metric")
         _require(_is_number(settings["beta"]) and settings["beta"] > 0,
                  f"settings['beta'] is {_show(settings['beta'])}; a positive number is expected")
@@ -449,6 +459,7 @@ def _check_scores(i: int, episode: dict[str, Any], results: dict[str, Any], key:
     where, values = f"episodes[{i}]", episode.get(key)
     _check_policy_numbers(_at(where, key), values, results["policies"], allow_none=True)
     for policy in results["policies"]:
+        _require(metric in episode["metrics"][policy], f"{where}['metrics'] has no {metric!r}, the ranking metric")
         cell, value = episode["metrics"][policy][metric], values[policy]
         if episode["faults"][policy]["not_started"] or cell["count"] == 0:
             if value is not None:

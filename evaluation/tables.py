@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evaluation.metrics import LABELS, METRICS, TEAM_METRICS
+from evaluation.metrics import LABELS, METRICS, TASK_LABELS, TEAM_METRICS
 
 if TYPE_CHECKING:
     from evaluation.tournament import Standings
@@ -55,6 +55,16 @@ def label_legend(specs: list[str]) -> str | None:
     return "policies: " + "; ".join(pairs) if pairs else None
 
 
+def metric_names(results: dict[str, Any]) -> list[str]:
+    """The metrics a result holds: `METRICS`, and the task metrics with tasks on."""
+    first = next(iter(results["metrics"].values()), {})
+    return [*METRICS, *(name for name in TASK_LABELS if name in first)]
+
+
+def label(name: str) -> str:
+    return LABELS.get(name) or TASK_LABELS[name]
+
+
 def _fmt(value: Any, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -69,9 +79,9 @@ def metric_table(results: dict[str, Any]) -> Table:
     for name in ("mean", "std", "lifetimes"):
         table.add_column(name, justify="right")
     for policy in results["policies"]:
-        for name in METRICS:
+        for name in metric_names(results):
             cell = results["metrics"][policy][name]
-            table.add_row(escape(policy), LABELS[name], _fmt(cell["mean"]), _fmt(cell["std"]), str(cell["count"]))
+            table.add_row(escape(policy), label(name), _fmt(cell["mean"]), _fmt(cell["std"]), str(cell["count"]))
     return table
 
 
@@ -128,11 +138,12 @@ def leaderboard_metrics_table(results: dict[str, Any]) -> Table:
     labels = short_labels(results["policies"])
     table = Table(title="Metrics (mean over every lifetime)")
     table.add_column("policy")
-    for name in METRICS:
-        table.add_column(LABELS[name], justify="right")
+    names = metric_names(results)
+    for name in names:
+        table.add_column(label(name), justify="right")
     table.add_column("lives", justify="right")
     for row in results["leaderboard"]:
-        table.add_row(escape(labels[row["policy"]]), *(_fmt(row["metrics"][m]) for m in METRICS), str(row["lifetimes"]))
+        table.add_row(escape(labels[row["policy"]]), *(_fmt(row["metrics"][m]) for m in names), str(row["lifetimes"]))
     return table
 
 

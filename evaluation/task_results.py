@@ -16,11 +16,14 @@ from evaluation.metrics import t_interval
 from nmmo.tasks import TaskSet
 
 
-def _summary(results: Sequence[EpisodeResult], chosen: np.ndarray) -> dict[str, Any]:
-    """Lifetimes whose task is in `chosen` (a boolean per task index): count, completion, progress."""
+def _summary(results: Sequence[EpisodeResult], chosen: np.ndarray, owner: int | None) -> dict[str, Any]:
+    """Lifetimes (of policy `owner`; None: all) whose task is in `chosen` (a boolean per task
+    index): count, completion, progress."""
     rates, progress, count = [], [], 0
     for result in results:
-        rows = result.tasks if result.tasks is not None else np.zeros((0, 3))
+        rows = result.tasks if result.tasks is not None else np.zeros((0, 4))
+        if owner is not None:
+            rows = rows[result.owners == owner]
         mine = rows[chosen[rows[:, 0].astype(np.int64)]] if len(rows) else rows
         if len(mine):
             count += len(mine)
@@ -34,12 +37,13 @@ def _summary(results: Sequence[EpisodeResult], chosen: np.ndarray) -> dict[str, 
     return out
 
 
-def task_report(results: Sequence[EpisodeResult], task_set: TaskSet) -> dict[str, Any]:
-    """{"set": name, "tasks": {task: summary}, "tags": {tag: summary}} (see the module notes)."""
+def task_report(results: Sequence[EpisodeResult], task_set: TaskSet, owner: int | None = None) -> dict[str, Any]:
+    """{"set": name, "tasks": {task: summary}, "tags": {tag: summary}} (see the module notes), over
+    the lifetimes of policy index `owner` (None: every lifetime)."""
     n = len(task_set)
-    tasks = {spec.name: _summary(results, np.arange(n) == i) for i, spec in enumerate(task_set)}
+    tasks = {spec.name: _summary(results, np.arange(n) == i, owner) for i, spec in enumerate(task_set)}
     tags = sorted({tag for spec in task_set for tag in spec.tags})
-    by_tag = {tag: _summary(results, np.array([tag in spec.tags for spec in task_set])) for tag in tags}
+    by_tag = {tag: _summary(results, np.array([tag in spec.tags for spec in task_set]), owner) for tag in tags}
     return {"set": task_set.name, "source": task_set.source, "tasks": tasks, "tags": by_tag}
 
 

@@ -36,14 +36,14 @@ from evaluation.episode import (
     run_episodes,
     with_horizon,
 )
-from evaluation.metrics import METRICS, aggregate_by_policy, aggregate_teams, check_metric
+from evaluation.metrics import METRICS, TASK_METRICS, aggregate_by_policy, aggregate_teams, check_metric
 from evaluation.rating import ANCHOR, BETA, Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.sandbox import Limits
 from evaluation.submission import Faults, check_spec
 from evaluation.task_results import task_report
 from nmmo import config as config_module
 from nmmo.config import Config
-from nmmo.tasks import load_task_set
+from nmmo.tasks import TaskSet, load_task_set
 
 FORMAT = "flatmmo-evaluation"
 FORMAT_VERSION = 2  # v2: equal shares dealt at random, a tie-break metric instead of random tie orders
@@ -143,14 +143,27 @@ def team_metrics(results: list[EpisodeResult], policies: list[str]) -> dict:
 
 
 def _pooled(results: list[EpisodeResult], policies: list[str]) -> tuple[dict, dict[str, Faults]]:
-    """Metrics over every lifetime of every episode, and fault totals, per policy."""
-    matrix = np.concatenate([r.lifetimes for r in results]) if results else np.zeros((0, len(METRICS)))
+    """Metrics over every lifetime of every episode (`TASK_METRICS` too with tasks on), and fault
+    totals, per policy."""
+    names = results[0].names if results else METRICS
+    matrix = np.concatenate([r.table() for r in results]) if results else np.zeros((0, len(METRICS)))
     owners = np.concatenate([r.owners for r in results]) if results else np.zeros(0, dtype=np.int64)
     faults = {p: Faults() for p in policies}
     for result in results:
         for policy, record in zip(policies, result.faults, strict=True):
             faults[policy] = faults[policy].merge(record)
-    return aggregate_by_policy(matrix, owners, policies), faults
+    return aggregate_by_policy(matrix, owners, policies, names), faults
+
+
+def with_tasks(config: Config, tasks: str | None, metrics: Sequence[str | None] = ()) -> TaskSet | None:
+    """Turn tasks on in `config` (a shipped set's name or a file, made absolute so that worker
+    processes find it) and return the set (None: tasks off); a task metric needs tasks."""
+    if tasks is not None:
+        config.set("TASKS", str(Path(tasks).resolve()) if Path(tasks).suffix in (".toml", ".json") else str(tasks))
+    needs = [m for m in metrics if m in TASK_METRICS]
+    if needs and not config.TASKS:
+        raise ValueError(f"the metric {needs[0]!r} needs tasks: pass tasks (--tasks SET) or a config with TASKS")
+    return load_task_set(config.TASKS) if config.TASKS else None
 
 
 def _episode_entry(result: EpisodeResult, policies: list[str]) -> dict[str, Any]:
@@ -178,9 +191,7 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     (`evaluation.task_results`)."""
     base = config_module.resolve(config)
     config = with_horizon(base, base.HORIZON if ticks is None else ticks)
-    if tasks is not None:
-        config.set("TASKS", str(Path(tasks).resolve()) if Path(tasks).suffix in (".toml", ".json") else str(tasks))
-    task_set = load_task_set(config.TASKS) if config.TASKS else None
+    task_set = with_tasks(config, tasks)
     policies = tournament_policies([policy], anchor=policy)
     _check_settings(config, 1, episodes, workers, time_budget)
     limits = (limits or Limits()).check()
@@ -263,7 +274,8 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
                    limits: Limits | None = None, max_restarts: int = 5,
                    record_dir: str | None = None, backend: str = "process", ray_address: str | None = None,
                    journal: str | Path | None = None, resume: bool = False,
-                   on_update: Callable[[Standings], None] | None = None, secret: int | None = None) -> dict[str, Any]:
+                   on_update: Callable[[Standings], None] | None = None, secret: int | None = None,
+                   tasks: str | None = None) -> dict[str, Any]:
     """Play `episodes` episodes of `ticks` ticks (default: the config's HORIZON) with all `policies`
     (plus the anchor) in one world, each an equal share of the population (PLAYER_N is cut to a
     multiple of the number of policies, see `equal_shares`), and rate them with TrueSkill. An
@@ -278,6 +290,10 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     finished episode is recorded there at once, and ``resume=True`` continues from that file.
     `on_update` sees the `Standings` after every finished episode (a live table).
 
+    `tasks` (a task set's name or file; default: the config's TASKS) gives every agent a task, the
+    same multiset to every policy's agents (`evaluation.task_deal`); `metric="task_reward"` then
+    ranks by the task reward of their lifetimes, and the result holds each policy's task report.
+
     `secret` salts the deal of agents to policies and the seeds policies get in `reset`, so that
     no submission can work out who controls which agent; env and map seeds come from `seed`
     alone. None draws a fresh one (`draw_secret`), or, with `resume`, takes the journal's. It is
@@ -289,6 +305,7 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     check_metric(metric)
     if tie_break is not None:
         check_metric(tie_break)
+    task_set = with_tasks(config, tasks, (metric, tie_break))
     policies = tournament_policies(policies, anchor)
     _check_settings(config, len(policies), episodes, workers, time_budget)
     config = equal_shares(config, len(policies))
@@ -342,6 +359,8 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     out["faults"] = {p: f.to_dict() for p, f in faults.items()}
     out["all_way_ties"] = standings.all_way_ties
     out["leaderboard"] = leaderboard(standings.ratings, metrics, faults, episodes)
+    if task_set is not None:
+        out["tasks"] = {p: task_report(results, task_set, policies.index(p)) for p in policies}
     return out
 
 
@@ -359,7 +378,7 @@ def leaderboard(ratings: Ratings, metrics: dict[str, dict], faults: dict[str, Fa
         place += not failed
         out.append({
             "rank": None if failed else place, **row, "failed": failed,
-            "metrics": {name: metrics[policy][name]["mean"] for name in METRICS},
+            "metrics": {name: cell["mean"] for name, cell in metrics[policy].items()},
             "lifetimes": metrics[policy][METRICS[0]]["count"],
             "faults": {"exception": record.exception, "timeout": record.timeout, "malformed": record.malformed},
         })

@@ -108,3 +108,32 @@ def test_a_task_conditioned_network_reads_the_embedding():
     del tensors["task"]
     with pytest.raises(ValueError, match="trained on tasks"):
         model(tensors, state, torch.zeros(batch.n))
+
+
+def test_tasks_given_at_reset_or_drawn_by_a_sampler():
+    from nmmo.tasks import CurriculumSampler, TaskSampler
+
+    n = len(load_task_set("foraging"))
+    env = nmmo.Env(small(), tasks="foraging")
+    given = np.arange(16) % n
+    _, infos = env.reset(seed=1, options={"tasks": given})
+    assert [infos[a]["task"] for a in sorted(infos)] == given.tolist()
+    with pytest.raises(ValueError, match=r"options\['tasks'\].*16 task indices"):
+        env.reset(seed=1, options={"tasks": [n] * 16})  # an index past the set
+    with pytest.raises(ValueError, match="has no tasks"):
+        nmmo.Env(small()).reset(seed=1, options={"tasks": given})
+
+    class Second(TaskSampler):
+        def sample(self, rng, units):
+            return np.full(units, 1)
+
+    _, infos = nmmo.Env(small(), tasks=Second("foraging")).reset(seed=1)
+    assert {info["task"] for info in infos.values()} == {1}
+
+    curriculum = CurriculumSampler("foraging", floor=0.01)
+    curriculum.update(np.zeros(500, dtype=int), np.ones(500))  # task 0: always completed
+    assert curriculum.rate[0] > 0.99 and curriculum.probabilities()[0] < 0.2 / n
+    draws = [nmmo.Env(small(), tasks=curriculum).reset(seed=2)[1] for _ in range(2)]
+    assert draws[0] == draws[1]  # the same seed, the same draw
+    with pytest.raises(ValueError, match="spec indices"):
+        curriculum.update([n], [1.0])

@@ -144,20 +144,18 @@ def test_a_world_loaded_from_a_lone_env_reads_back_the_same():
         worlds.npcs  # noqa: B018
 
 
-def test_a_block_restored_from_seeds_and_actions_goes_on_identically():
-    """What the Ray backend does with a killed actor: a new block replays each world's episode."""
-    config = respawning()
-    seeds = [7, 8]
-    rng = np.random.default_rng(3)
+def check_restore(config: cfg.Config, seeds: list[int], rng: np.random.Generator) -> None:
+    """Play a block past a reset of its worlds, restore a second one from the episodes' seeds and
+    actions, and step both on: the same finished rows and buffers, byte for byte."""
 
     def block():
-        buffers = nmmo.envs.vector.allocate_buffers(config, 2 * config.PLAYER_N)
+        buffers = nmmo.envs.vector.allocate_buffers(config, len(seeds) * config.PLAYER_N)
         return fused.FusedBlock(config, seeds, buffers, 0), buffers
 
     first, buffers = block()
     first.reset()
-    logs, starts = [[], []], first.episode_seeds()
-    for _ in range(60):  # past a reset of both worlds (HORIZON 45)
+    logs, starts = [[] for _ in seeds], first.episode_seeds()
+    for _ in range(60):  # past a reset of every world (HORIZON 45)
         actions = random_actions(buffers, rng)
         first.step(actions)
         for k, tick in enumerate(first.ticks()):
@@ -174,6 +172,11 @@ def test_a_block_restored_from_seeds_and_actions_goes_on_identically():
         for name in buffers:
             if name != "_bytes":
                 assert np.array_equal(buffers[name], again[name]), name
+
+
+def test_a_block_restored_from_seeds_and_actions_goes_on_identically():
+    """What the Ray backend does with a killed actor: a new block replays each world's episode."""
+    check_restore(respawning(), [7, 8], np.random.default_rng(3))
 
 
 def test_custom_env_classes_run_on_the_loop_engine():

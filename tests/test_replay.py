@@ -7,7 +7,18 @@ import pytest
 
 import nmmo
 import scripted
-from nmmo.envs.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK, OverlayError, ValueMap, blank_note, value_heatmap
+from nmmo.core.enums import Event
+from nmmo.envs.overlays import (
+    BUILTIN_BLANK,
+    USER_BLANK,
+    VALUE_BLANK,
+    OverlayError,
+    ValueMap,
+    add_completions,
+    blank_note,
+    builtin_names,
+    value_heatmap,
+)
 from nmmo.io.replay import VERSION, ReplayError, capture, load_replay
 
 
@@ -18,20 +29,30 @@ def recorded_run(tmp_path, ticks=60):
     obs, _ = env.reset()
     frames = [capture(env.realm.state)]
     materials = [env.realm.state.tiles.material.copy()]
+    events = [env.realm.state.entities.events.copy()]
     env.overlays.register("mine", np.zeros((conf.MAP_SIZE,) * 2), blank="unset tiles hold 0")
     for t in range(ticks):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
         frames.append(capture(env.realm.state))
         materials.append(env.realm.state.tiles.material.copy())
+        events.append(env.realm.state.entities.events.copy())
         if t == 20:
             env.overlays.update("mine", np.arange(conf.MAP_SIZE**2, dtype=float).reshape(conf.MAP_SIZE, -1))
     path = env.save_replay(tmp_path / "run.replay")
-    return path, frames, materials
+    return path, frames, materials, events
 
 
 def test_replay_round_trip_equals_the_recorded_state(tmp_path):
-    path, frames, materials = recorded_run(tmp_path)
+    path, frames, materials, events = recorded_run(tmp_path)
     replay = load_replay(path)
+    assert replay.event_names == [event.name for event in Event]
+    logged = np.zeros((len(events), *events[0].shape), dtype=np.int64)
+    for tick in range(len(events)):
+        slot, code, value = replay.events(tick).T
+        logged[tick, slot, code] = value
+    assert np.array_equal(logged, np.stack(events))  # the event log, tick by tick
+    assert replay.events(1).size and any(replay.events(t)[:, 1].tolist().count(Event.SCORE_HIT)
+                                         for t in range(len(events)))
     assert replay.ticks == len(frames) - 1
     for tick, frame in enumerate(frames):
         loaded = replay.frame(tick)
@@ -107,7 +128,9 @@ def test_overlay_api_validates_and_builtins_read_the_state():
     with pytest.raises(OverlayError, match="already exists"):
         env.overlays.register("ok", np.ones((size, size)))
     assert env.overlays.names()[:5] == ["visits", "food", "water", "danger", "skills"]
-    assert [env.overlays.blank(name) for name in env.overlays.names()] == [*BUILTIN_BLANK.values(), USER_BLANK]
+    assert "tasks done" not in env.overlays.names()  # it needs tasks
+    assert [env.overlays.blank(name) for name in env.overlays.names()] == [
+        *(BUILTIN_BLANK[name] for name in builtin_names(tasks=False)), USER_BLANK]
     with pytest.raises(OverlayError, match="no overlay named"):
         env.overlays.blank("nope")
     for _ in range(3):
@@ -140,9 +163,9 @@ def test_value_map_accumulates_a_running_mean_and_fills_unvisited_tiles_with_the
 def test_an_older_replay_counts_the_fields_it_lacks_in_its_decoded_size(tmp_path):
     from nmmo.io.replay import decoded_bytes
 
-    path, frames, _ = recorded_run(tmp_path, ticks=10)
+    path, frames, *_ = recorded_run(tmp_path, ticks=10)
     with np.load(path) as archive:
-        arrays = {key: archive[key] for key in archive.files if key not in ("f_hunting", "f_fishing")}
+        arrays = {key: archive[key] for key in archive.files if key not in ("f_hunting", "f_fishing", "entity_events")}
     meta = json.loads(arrays["header"].tobytes())
     arrays["header"] = np.frombuffer(json.dumps({**meta, "version": 1}).encode(), dtype=np.uint8)
     buffer = io.BytesIO()
@@ -150,4 +173,78 @@ def test_an_older_replay_counts_the_fields_it_lacks_in_its_decoded_size(tmp_path
     (tmp_path / "v1.replay").write_bytes(buffer.getvalue())
     old = load_replay(tmp_path / "v1.replay")
     assert not old.fields["hunting"].any() and np.array_equal(old.fields["melee"][-1], frames[-1]["melee"])
-    assert decoded_bytes(tmp_path / "v1.replay") == old.nbytes == load_replay(path).nbytes  # zeros counted
+    assert old.events(1).shape == (0, 3)  # no event log before v3
+    new = load_replay(path)
+    assert decoded_bytes(tmp_path / "v1.replay") == old.nbytes == new.nbytes - new.entity_events.nbytes  # zeros counted
+
+
+def recorded_task_run(tmp_path, ticks=120):
+    conf = nmmo.config.Default().set("PLAYER_N", 32).set("HORIZON", ticks + 5)
+    env = nmmo.Env(conf, seed=2, record=True, tasks="foraging")
+    bot = scripted.Forage(conf, 0)
+    obs, _ = env.reset()
+    frames = [env.frame()]
+    for _ in range(ticks):
+        obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
+        frames.append(env.frame())
+    return env, env.save_replay(tmp_path / "tasks.replay"), frames
+
+
+def test_a_replay_with_tasks_carries_the_task_set_and_every_agents_task(tmp_path):
+    env, path, frames = recorded_task_run(tmp_path)
+    replay = load_replay(path)
+    tasks = replay.header["tasks"]
+    assert tasks["name"] == "foraging" and tasks["assign"] == env.config.TASK_ASSIGN
+    assert tasks["names"] == [spec.name for spec in env.tasks.tasks]
+    assert tasks["specs"] == [spec.to_dict() for spec in env.tasks.tasks]
+    n = env.config.PLAYER_N
+    for tick, frame in enumerate(frames):  # env.frame() (what live viewers get) is what the replay holds
+        for name in ("task", "task_progress", "task_done"):
+            assert np.array_equal(replay.frame(tick)[name], frame[name]), (tick, name)
+    last = replay.frame(replay.ticks)
+    assert np.array_equal(last["task"][:n], env.tasks.task[:n]) and (last["task"][n:] == -1).all()  # NPC rows: none
+    step = env._task_step
+    assert np.array_equal(last["task_progress"][:n], np.rint(step.progress * 1000).astype(np.int16))
+    assert np.array_equal(last["task_done"][:n], step.completed.astype(np.int8)) and last["task_done"].any()
+    assert (replay.fields["task_progress"] >= 0).all() and (replay.fields["task_progress"] <= 1000).all()
+    assert not replay.frame(0)["task_done"].any()  # nothing is done at reset
+    # the tasks done overlay: each completion counted once, on the tile where it happened
+    assert "tasks done" in env.overlays.names()
+    counts = np.zeros((replay.size, replay.size), dtype=np.float32)
+    for tick in range(replay.ticks + 1):
+        add_completions(counts, replay.frame(tick), replay.frame(tick - 1) if tick else None)
+    assert np.array_equal(env.overlays.get("tasks done"), counts)
+    assert counts.sum() >= last["task_done"].sum() > 0
+
+
+def test_a_run_without_tasks_records_no_task(tmp_path):
+    path, frames, *_ = recorded_run(tmp_path, ticks=5)
+    replay = load_replay(path)
+    assert "tasks" not in replay.header
+    assert (replay.fields["task"] == -1).all() and not replay.fields["task_done"].any()
+
+
+def test_an_older_replay_without_task_fields_loads_with_no_task(tmp_path):
+    """A v2 file (no event log, no task fields, no tasks in its header) loads: every slot without a
+    task (-1), no progress; a hostile header's tasks entry is refused."""
+    _, path, frames = recorded_task_run(tmp_path, ticks=10)
+    dropped = ("f_task", "f_task_progress", "f_task_done", "entity_events")
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files if key not in dropped}
+    meta = json.loads(arrays["header"].tobytes())
+    meta.pop("tasks")
+
+    def write(name, header):
+        arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        (tmp_path / name).write_bytes(buffer.getvalue())
+        return tmp_path / name
+
+    old = load_replay(write("v2.replay", {**meta, "version": 2}))
+    assert (old.fields["task"] == -1).all() and not old.fields["task_progress"].any()
+    assert np.array_equal(old.fields["melee"][-1], frames[-1]["melee"]) and "tasks" not in old.header
+    with pytest.raises(ReplayError, match="field 'task' is missing"):  # a v3 file must have them
+        load_replay(write("v3.replay", {**meta, "version": 3}))
+    with pytest.raises(ReplayError, match="'tasks' does not list task names"):
+        load_replay(write("bad.replay", {**meta, "version": 2, "tasks": {"names": [1, 2]}}))

@@ -260,6 +260,18 @@ def test_combinations():
     assert progress(config, state, {"sum": [{"not": half}, {"not": one}], "weights": [1.0, 1.0]}) == 0.5
 
 
+def test_at_least_nodes_of_different_sizes_at_one_height():
+    """at_least nodes of one height are one sort on a grid padded to the widest: pads never count."""
+    config, state = world()
+    players(state, [(4, 4)])
+    state.entities.events[0, Event.EAT_FOOD] = 1
+    quarter, half, one = (leaf("CountEvent", event="EAT_FOOD", N=n) for n in (4, 2, 1))
+    zero = leaf("CountEvent", event="DRINK_WATER", N=1)
+    wide, narrow = {"at_least": 2, "of": [zero, half, one]}, {"at_least": 2, "of": [quarter, zero]}
+    assert progress(config, state, {"or": [wide, narrow]}) == 0.75
+    assert progress(config, state, {"and": [wide, narrow]}) == 0.125
+
+
 # ---------------------------------------------------------------------------------- task types
 def run(config, state, spec, values):
     """(progress, reward, completed) of slot 0 on successive ticks where it eats values[i] times,

@@ -12,7 +12,7 @@ import numpy as np
 from nmmo.config import Config
 from nmmo.core.layout import filled
 from nmmo.core.rules import nobody_returns
-from nmmo.envs.buffers import METRIC_NAMES, stack_episodes
+from nmmo.envs.buffers import METRIC_NAMES, episode_width, stack_episodes
 from nmmo.envs.env import Env
 
 
@@ -48,19 +48,26 @@ ENGINES = ("fused", "loop")
 def resolve_engine(engine: str | None, env: type | str | None, config: Config | None = None) -> str:
     """The engine a vector env uses: "fused" (`nmmo.envs.fused`, K worlds in one set of tables) unless
     `env` names a custom env class, whose overrides (rewards, logs) only a loop of its own
-    instances can run, or the observation has a computed field (`nmmo.core.layout.filled`), which
-    reads a lone env; asking for "fused" then is an error."""
+    instances can run, or the observation has a computed field (`nmmo.core.layout.filled`) that
+    reads a lone env (all but the task embedding with respawn on); asking for "fused" then is an error."""
     if engine is not None and engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES} (or None: the fastest that fits), got {engine!r}")
     custom = env is not None and load_env_class(env) is not Env
     if engine == "fused" and custom:
         raise ValueError(f"engine='fused' runs nmmo.Env's own rules and rewards for all worlds at once; the env class "
                          f"{env!r} may override them, so it needs engine='loop' (the default picks it)")
-    computed = [spec.name for spec in filled(config)] if config is not None else []
+    computed = [spec.name for spec in filled(config) if spec.name not in fused_fills(config)] if config else []
     if engine == "fused" and computed:
-        raise ValueError(f"engine='fused' does not compute the observation fields {computed}; use engine='loop' "
+        why = " (tasks: only with respawn on, see nmmo.envs.fused_tasks)" if computed == ["task"] else ""
+        raise ValueError(f"engine='fused' does not compute the observation fields {computed}{why}; use engine='loop' "
                          "(the default picks it)")
     return engine or ("loop" if custom or computed else "fused")
+
+
+def fused_fills(config: Config) -> set[str]:
+    """The computed observation fields the fused engine fills itself: the task embedding, when
+    every world's episode ends at the horizon (`nmmo.envs.fused_tasks`)."""
+    return {"task"} if config.TASKS and not nobody_returns(config) else set()
 
 
 def make_block(config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
@@ -83,6 +90,7 @@ class EnvBlock:
         self.slots = config.PLAYER_N
         self.buffers, self.start = buffers, start_row
         self.nobody_returns = nobody_returns(config)
+        self.tasks_on, self.width = bool(config.TASKS), episode_width(config)
 
     def episode_seeds(self) -> list[int]:
         """The seed each env's current episode started from (`Env.episode_seed`)."""
@@ -119,6 +127,15 @@ class EnvBlock:
             self.buffers["truncated"][rows] = False
             self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]
             self.buffers["agent_id"][rows] = env.realm.state.entities.id[: self.slots] * self.buffers["alive"][rows]
+            self._write_tasks(k)
+
+    def _write_tasks(self, k: int) -> None:
+        """Each slot's task, progress and completion (tasks on)."""
+        if self.tasks_on:
+            status, rows = self.envs[k].task_status(np.arange(self.slots)), self._rows(k)
+            self.buffers["task_index"][rows] = status[:, 0]
+            self.buffers["task_progress"][rows] = status[:, 1]
+            self.buffers["task_completed"][rows] = status[:, 2]
 
     def step(self, actions: np.ndarray) -> np.ndarray:
         """Step every env; returns the metric rows of agents that finished."""
@@ -129,9 +146,10 @@ class EnvBlock:
             self.buffers["reward"][rows] = out.rewards
             self.buffers["terminated"][rows] = out.terminated
             self.buffers["truncated"][rows] = out.truncated
-            if out.episodes is not None:  # metric columns, then the row each lifetime was played in
+            if out.episodes is not None:  # metric columns, the task outcome, then the row each lifetime was played in
                 rows_of = (rows.start + out.episode_slots).astype(np.float64)
-                episodes.append(np.stack([*(out.episodes[m] for m in METRIC_NAMES), rows_of], axis=1))
+                outcome = env.task_status(out.episode_slots).T if self.tasks_on else []
+                episodes.append(np.stack([*(out.episodes[m] for m in METRIC_NAMES), *outcome, rows_of], axis=1))
             if env.done or (self.nobody_returns and not out.alive.any()):  # auto-reset: the rows now hold the
                 #                                                               next episode's agents
                 env.reset()
@@ -141,6 +159,7 @@ class EnvBlock:
                 self.buffers["alive"][rows] = out.alive
                 self.buffers["agent_id"][rows] = np.where(out.alive, out.agent_ids, 0)
             self._write_obs(k)
-        return stack_episodes(episodes)
+            self._write_tasks(k)
+        return stack_episodes(episodes, self.width)
 
 

@@ -14,7 +14,22 @@ from nmmo.core.layout import layout as obs_layout
 from nmmo.core.metrics import METRICS
 
 STEP_FIELDS = {"reward": np.float32, "terminated": bool, "truncated": bool, "alive": bool, "agent_id": np.int64}
+#: With tasks on (config TASKS): each row's task index in the set, its progress and completion (the
+#: embedding is the observation's "task" field).
+TASK_FIELDS = {"task_index": np.int32, "task_progress": np.float32, "task_completed": bool}
 METRIC_NAMES = METRICS  # the columns of `VecStep.episodes`
+#: With tasks on, the columns of `VecStep.episode_tasks`: each finished lifetime's task outcome.
+TASK_OUTCOME = ("task_index", "task_progress", "task_completed", "task_reward")
+
+
+def step_fields(config: Config) -> dict[str, type]:
+    """The per-row outputs of a step: `STEP_FIELDS`, and `TASK_FIELDS` with tasks on."""
+    return {**STEP_FIELDS, **TASK_FIELDS} if config.TASKS else STEP_FIELDS
+
+
+def episode_width(config: Config) -> int:
+    """Columns of a block's finished-lifetime rows: metrics, the task outcome with tasks on, the row."""
+    return len(METRIC_NAMES) + (len(TASK_OUTCOME) if config.TASKS else 0) + 1
 
 
 @dataclass
@@ -30,12 +45,14 @@ class VecStep:
     agent_id: np.ndarray
     episodes: np.ndarray  # (finished agents, len(METRIC_NAMES)) float64
     episode_rows: np.ndarray  # (finished agents,) the row each of those lifetimes was played in
+    tasks: dict[str, np.ndarray] | None = None  # with tasks on: TASK_FIELDS per row
+    episode_tasks: np.ndarray | None = None  # with tasks on: (finished agents, len(TASK_OUTCOME))
 
 
 def allocate_buffers(config: Config, rows: int, shm: shared_memory.SharedMemory | None = None) -> dict[str, np.ndarray]:
     """Views of every buffer, laid out one after another (in `shm` when given)."""
     specs = {name: ((rows, *shape), dtype) for name, (shape, dtype) in obs_layout(config).items()}
-    specs.update({name: ((rows,), np.dtype(dtype)) for name, dtype in STEP_FIELDS.items()})
+    specs.update({name: ((rows,), np.dtype(dtype)) for name, dtype in step_fields(config).items()})
     out, offset = {}, 0
     for name, (shape, dtype) in specs.items():
         nbytes = int(np.prod(shape)) * dtype.itemsize
@@ -48,7 +65,8 @@ def allocate_buffers(config: Config, rows: int, shm: shared_memory.SharedMemory 
     return out
 
 
-def stack_episodes(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros((0, len(METRIC_NAMES) + 1))
+def stack_episodes(parts: list[np.ndarray], width: int = len(METRIC_NAMES) + 1) -> np.ndarray:
+    """Finished-lifetime rows of several blocks as one array (`width` columns when there are none)."""
+    return np.concatenate(parts) if parts else np.zeros((0, width))
 
 

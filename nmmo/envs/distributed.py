@@ -23,7 +23,7 @@ from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.layout import layout as obs_layout
 from nmmo.envs.blocks import make_block
-from nmmo.envs.buffers import STEP_FIELDS, allocate_buffers, stack_episodes
+from nmmo.envs.buffers import allocate_buffers, episode_width, stack_episodes, step_fields
 
 MAX_REPLACEMENTS = 3  # per call: an actor that dies this often in a row points at a bug, not bad luck
 
@@ -81,14 +81,15 @@ class BlockActor:
 
     def __init__(self, config_toml: str, config_name: str, seeds: list[int], env: str | None = None,
                  engine: str = "loop") -> None:
-        config = config_module.from_toml(config_toml, config_name)
+        self.config = config = config_module.from_toml(config_toml, config_name)
         self.raw = _contiguous(config, len(seeds) * config.PLAYER_N)
         self.buffers = allocate_buffers(config, len(seeds) * config.PLAYER_N, _Memory(self.raw))
         self.block = make_block(config, seeds, self.buffers, 0, env, engine)
 
     def reset(self) -> tuple[dict[str, np.ndarray], np.ndarray, list[int], list[bool]]:
         self.block.reset()
-        return self.raw, stack_episodes([]), self.block.episode_seeds(), [True] * len(self.block.envs)
+        none_finished = stack_episodes([], episode_width(self.config))
+        return self.raw, none_finished, self.block.episode_seeds(), [True] * len(self.block.envs)
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, list[int], list[bool]]:
         episodes = self.block.step(actions)
@@ -157,7 +158,7 @@ class RayBlocks:
         for i, (raw, finished, seeds, resets) in enumerate(results):
             rows = self._rows(i)
             arrays = allocate_buffers(self.config, len(self.parts[i]) * self.slots, _Memory(raw))
-            for name in (*obs_layout(self.config), *STEP_FIELDS):
+            for name in (*obs_layout(self.config), *step_fields(self.config)):
                 self.buffers[name][rows] = arrays[name]
             finished = finished.copy()
             finished[:, -1] += rows.start  # the actor numbers rows within its own block
@@ -167,7 +168,7 @@ class RayBlocks:
                     self.episode_seeds[i][j], self.logs[i][j] = seeds[j], []
                 else:
                     self.logs[i][j].append(actions[k * self.slots : (k + 1) * self.slots].astype(np.int16))
-        return stack_episodes(episodes)
+        return stack_episodes(episodes, episode_width(self.config))
 
     def reset(self) -> None:
         self._absorb(self._call("reset", None), None)

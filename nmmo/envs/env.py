@@ -138,13 +138,14 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
         `options` may name the map: ``{"map_seed": s}`` (any seed, e.g. a held-out evaluation map
         from ``nmmo.core.world.map_seed(config, i, "eval")``). Other keys are ignored. Each episode
         runs on one seed, kept in ``env.episode_seed``: a fresh env reset with it (and the same
-        options) and stepped with the same actions replays the episode exactly.
+        options) and stepped with the same actions replays the episode exactly. With tasks on,
+        ``{"tasks": indices}`` gives every agent slot (or team) its task (see `nmmo.envs.tasking`).
         """
         self._begin_episode(seed, options)
         self.overlays.reset()
-        self.overlays.track(self.realm.state)
+        self.overlays.track(self.realm.state, self.task_columns())
         if self._recorder is not None:
-            self._recorder.start(self.realm.state, self._replay_header())
+            self._recorder.start(self.realm.state, self._replay_header(), self.task_columns())
         slots = self._live_slots()
         self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
         self._refresh_agents()
@@ -176,7 +177,7 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
             self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
         self.realm.reset(self._map_cache[map_seed], rng)
         self._clear_points()
-        self._reset_tasks(seed)
+        self._reset_tasks(seed, options)
 
     # --------------------------------------------------------------- step
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
@@ -238,7 +239,7 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
     def _replay_header(self) -> dict:
         return {"config_name": self.config.name, "config_toml": self.config.to_toml(),
                 "map_seed": self.realm.map.seed, "n_players": self.n_slots, "center": self.config.MAP_CENTER,
-                "border": self.config.MAP_BORDER, "horizon": self.config.HORIZON}
+                "border": self.config.MAP_BORDER, "horizon": self.config.HORIZON, **self.task_header()}
 
     @property
     def done(self) -> bool:
@@ -260,8 +261,8 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
         return view
 
     def frame(self) -> dict[str, np.ndarray]:
-        """The viewer's columns of every entity slot now (`nmmo.io.replay.capture`: copies)."""
-        return capture(self.realm.state)
+        """The viewer's columns of every entity slot now, task fields included (`nmmo.io.replay.capture`)."""
+        return capture(self.realm.state, self.task_columns())
 
     def live_players(self) -> tuple[np.ndarray, np.ndarray]:
         """(agent ids, agent slots) of the live agents, in slot order."""
@@ -313,9 +314,9 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
         last_tick = self.realm.state.tick + 1 >= self.config.HORIZON
         result = self.realm.tick(directions, styles, targets, self._np_random, respawn=not last_tick)
         self._evaluate_tasks()
-        self.overlays.track(self.realm.state)
+        self.overlays.track(self.realm.state, self.task_columns())
         if self._recorder is not None:
-            self._recorder.capture(self.realm.state, self.overlays)
+            self._recorder.capture(self.realm.state, self.overlays, self.task_columns())
         died = result.dead[result.dead < self.n_slots]
         self._obs = self._observe(self._live_slots(), died)
         self._refresh_agents()

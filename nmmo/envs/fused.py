@@ -43,6 +43,7 @@ from nmmo.core.rules import nobody_returns
 from nmmo.core.state import NO_TICK, Entities, State, Tiles
 from nmmo.core.systems import spawn
 from nmmo.envs.env import Env
+from nmmo.envs.fused_tasks import FusedTasks
 from nmmo.envs.outcomes import earned_points, mix_rewards
 
 #: Entity columns, and those that need translating between a lone world and the fused tables.
@@ -248,6 +249,7 @@ class FusedBlock:
         self.points_paid = np.zeros(self.rows, dtype=np.int64)  # as `Env.achievements_earned` keeps them
         self.points_owner = np.zeros(self.rows, dtype=np.int64)
         self.nobody_returns = nobody_returns(config)
+        self.tasks = FusedTasks(config, self.worlds) if config.TASKS else None  # `nmmo.envs.fused_tasks`
 
     @property
     def envs(self) -> list[Env]:
@@ -262,7 +264,14 @@ class FusedBlock:
 
     def restore(self, seeds: list[int], logs: list[list[np.ndarray]]) -> None:
         """Bring the worlds to where a lost block's were: each world's episode is replayed in a
-        lone env (the engine is deterministic) and copied in."""
+        lone env (the engine is deterministic) and copied in; with tasks, the worlds (in step with
+        each other) replay their episodes here, so that the tasks' progress is rebuilt too."""
+        if self.tasks is not None:
+            self._reset_all(seeds)
+            self._observe(np.zeros(0, dtype=np.int64))
+            for actions in zip(*logs, strict=True):
+                self.step(np.concatenate(actions))
+            return
         for k, (seed, log) in enumerate(zip(seeds, logs, strict=True)):
             env = Env(self.config)
             env.reset(seed=seed)
@@ -274,9 +283,14 @@ class FusedBlock:
             self.points_paid[rows], self.points_owner[rows] = env._points_paid, env._points_owner
         self._observe(np.zeros(0, dtype=np.int64))
 
+    def _reset_all(self, seeds: list[int | None]) -> None:
+        for k, seed in enumerate(seeds):
+            self._reset_world(k, seed)
+        if self.tasks is not None:
+            self.tasks.reset()
+
     def reset(self) -> None:
-        for k in range(self.worlds.n_worlds):
-            self._reset_world(k)
+        self._reset_all([None] * self.worlds.n_worlds)
         b, rows = self.buffers, slice(self.start, self.start + self.rows)
         ent = self.worlds.state.entities
         b["reward"][rows] = 0
@@ -290,8 +304,8 @@ class FusedBlock:
         cells = self.worlds.side**2
         self.codes.refresh(slice(k * cells, (k + 1) * cells))
 
-    def _reset_world(self, k: int) -> None:
-        self.worlds.reset_world(k)
+    def _reset_world(self, k: int, seed: int | None = None) -> None:
+        self.worlds.reset_world(k, seed)
         self._refresh_codes(k)
         rows = slice(k * self.slots, (k + 1) * self.slots)
         self.points_paid[rows] = 0
@@ -311,6 +325,8 @@ class FusedBlock:
         ids_before, alive_before = ent.id[:n].copy(), ent.alive[:n].copy()
         last_tick = worlds.ticks() + 1 >= config.HORIZON
         result = worlds.tick(directions, styles, targets, worlds.rngs, respawn=~last_tick)
+        if self.tasks is not None:
+            self.tasks.evaluate()
         died = result.dead[result.dead < n]
         terminated = np.zeros(n, dtype=bool)
         terminated[died] = True
@@ -337,16 +353,23 @@ class FusedBlock:
             block = slice(k * self.slots, (k + 1) * self.slots)
             alive[block] = ent.alive[block]
             ids[block] = ent.id[block]
+        if ended and self.tasks is not None:
+            if len(ended) != worlds.n_worlds:  # resolve_engine keeps such configs off this engine
+                raise RuntimeError("the fused engine's tasks need every world to reset together (respawn on)")
+            self.tasks.reset()
         b["alive"][rows] = alive
         b["agent_id"][rows] = np.where(alive | over[self.world_of_slot], ids, 0)  # a reset world: its new agents
         self._observe(died[~over[self.world_of_slot[died]]] if ended else died)
         return episodes
 
     def _episode_rows(self, finished: np.ndarray) -> np.ndarray:
+        """Metrics (and the task outcome, with tasks) of the lives that ended, then their rows."""
+        outcome = [] if self.tasks is None else list(self.tasks.outcome(finished).T)
         if finished.size == 0:
-            return np.zeros((0, len(METRICS) + 1))
+            return np.zeros((0, len(METRICS) + len(outcome) + 1))
         values = lifetime_metrics(self.worlds.state, finished)
-        return np.stack([*(values[m] for m in METRICS), (self.start + finished).astype(np.float64)], axis=1)
+        return np.stack([*(values[m] for m in METRICS), *outcome, (self.start + finished).astype(np.float64)],
+                        axis=1)
 
     def _earned(self, slots: np.ndarray) -> np.ndarray:
         """`Env.achievements_earned` for slots of any world."""
@@ -356,7 +379,8 @@ class FusedBlock:
         """`Env._reward_values` (the default reward) for slots of any world; team spirit mixes
         within each world's teams."""
         teams = self.world_of_slot[slots] * self.slots + self.worlds.state.entities.team[slots].astype(np.int64)
-        return mix_rewards(self.config, np.where(died, -1.0, 0.0), earned, teams)
+        tasks = None if self.tasks is None else self.tasks.rewards(slots)
+        return mix_rewards(self.config, np.where(died, -1.0, 0.0), earned, teams, tasks)
 
     def _observe(self, died: np.ndarray) -> None:
         """Observations of every live agent, and the final ones of agents that died this tick in
@@ -365,3 +389,5 @@ class FusedBlock:
         live = np.flatnonzero(state.entities.alive[: self.rows])
         self.codes.update(state)
         self.builder.refill(self.obs, state, live, died)
+        if self.tasks is not None:
+            self.tasks.write(self.buffers, slice(self.start, self.start + self.rows), np.concatenate([live, died]))

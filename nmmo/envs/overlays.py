@@ -9,7 +9,10 @@ overlays are computed from the state tables when asked for:
 - ``water``: 1 on tiles where an agent can drink;
 - ``danger``: the NPC danger of each tile (0 at the playable edge, ~1 at the centre) and, on top,
   the combat level of each live NPC on its tile;
-- ``skills``: the mean of the six skill levels of the player on each tile.
+- ``skills``: the mean of the six skill levels of the player on each tile;
+- ``tasks done`` (runs with tasks only, `TASK_OVERLAYS`): how many agents' tasks became complete
+  while they stood on each tile this episode (where tasks get done: the water a drinking task
+  needs, the centre a holding task asks for).
 
 Built-ins are computed from a frame (`nmmo.io.replay.capture`: the viewer's columns of every entity
 slot) and the map, by `builtin_heatmap`: the live env and the viewer server's replays both call
@@ -37,7 +40,9 @@ from nmmo.core.rules import danger_map, water_adjacent
 from nmmo.core.state import State
 from nmmo.io.replay import capture
 
-BUILTIN = ("visits", "food", "water", "danger", "skills")
+BUILTIN = ("visits", "food", "water", "danger", "skills", "tasks done")
+#: Built-ins a run (or replay) offers only when it has tasks (they read the frame's task fields).
+TASK_OVERLAYS = ("tasks done",)
 #: What each built-in overlay shows on tiles it has no data for (the viewer's legend says it).
 BUILTIN_BLANK = {
     "visits": "tiles no agent has stood on show 0, the cold end",
@@ -45,6 +50,8 @@ BUILTIN_BLANK = {
     "water": "every tile where no agent can drink shows 0, the cold end",
     "danger": "the border outside the playable square shows 0, the cold end",
     "skills": "tiles without a player show 0, the cold end",
+    "tasks done": "counts the agents whose task became complete on the tile; tiles where none did show 0, "
+                  "the cold end",
 }
 #: The ``value`` overlay's unvisited tiles (`ValueMap.heatmap`).
 VALUE_BLANK = "tiles no agent has stood on yet show the lowest mean so far, the cold end"
@@ -128,6 +135,23 @@ def blank_note(name: str, recorded: object = None) -> str:
     return VALUE_BLANK if name == "value" or name.startswith("value: ") else USER_BLANK
 
 
+def builtin_names(tasks: bool) -> tuple[str, ...]:
+    """The built-in overlays a run offers: all of them with tasks, else those that need none."""
+    return BUILTIN if tasks else tuple(name for name in BUILTIN if name not in TASK_OVERLAYS)
+
+
+def add_completions(counts: np.ndarray, frame: dict[str, np.ndarray], previous: dict[str, np.ndarray] | None) -> None:
+    """Count, on its tile, every agent whose task is done in `frame` and was not in `previous` (the
+    frame before; None: none), so an agent counts once per completion, where it stood then (also on
+    the tick it died)."""
+    done = (frame["task"] >= 0) & (frame["task_done"] > 0)
+    if previous is not None:
+        done &= ~((previous["id"] == frame["id"]) & (previous["task_done"] > 0))
+    if done.any():
+        size = counts.shape[0]
+        np.add.at(counts.ravel(), frame["row"][done].astype(np.int64) * size + frame["col"][done], 1.0)
+
+
 def add_visits(counts: np.ndarray, frame: dict[str, np.ndarray]) -> None:
     """Count one visit on the tile of every live player of `frame` (one entity per tile)."""
     players = frame["alive"].astype(bool) & (frame["kind"] == 0)
@@ -136,13 +160,14 @@ def add_visits(counts: np.ndarray, frame: dict[str, np.ndarray]) -> None:
 
 
 def builtin_heatmap(name: str, frame: dict[str, np.ndarray], material: np.ndarray, border: int, center: int,
-                    visits: np.ndarray | None = None) -> np.ndarray:
+                    visits: np.ndarray | None = None, completions: np.ndarray | None = None) -> np.ndarray:
     """A built-in overlay (S x S float32) of one tick: `frame` holds its entities, `material` its
-    map, `visits` the visit counts so far (``visits`` overlay), `border` and `center` the map's
-    geometry (``danger``)."""
+    map, `visits` the visit counts so far (``visits`` overlay), `completions` the task completions so
+    far (``tasks done``, `add_completions`), `border` and `center` the map's geometry (``danger``)."""
     size = material.shape[0]
-    if name == "visits":
-        return np.zeros((size, size), dtype=np.float32) if visits is None else visits.astype(np.float32)
+    if name in ("visits", "tasks done"):
+        counts = visits if name == "visits" else completions
+        return np.zeros((size, size), dtype=np.float32) if counts is None else counts.astype(np.float32)
     if name == "food":
         return (material == Material.FOREST).astype(np.float32)
     if name == "water":
@@ -170,6 +195,8 @@ class Overlays:
         self._versions: dict[str, int] = {}
         self._blank: dict[str, str] = {}
         self._visit_counts: np.ndarray | None = None
+        self._completions: np.ndarray | None = None  # task completions per tile (with tasks on)
+        self._last_tasks: dict[str, np.ndarray] | None = None  # the previous tick's task fields
 
     # ----------------------------------------------------------------- user
     def register(self, name: str, heatmap: np.ndarray, blank: str | None = None) -> None:
@@ -177,7 +204,7 @@ class Overlays:
         without data show (recorded in replays; the viewer's legend shows it)."""
         if not isinstance(name, str) or not name:
             raise OverlayError(f"overlay names are non-empty strings, got {name!r}")
-        if name in self._user or name in BUILTIN:
+        if name in self._user or name in BUILTIN:  # "tasks done" too, with tasks off: replays may have it
             raise OverlayError(f"overlay {name!r} already exists; use update() to change it")
         self._user[name] = self._checked(name, heatmap)
         self._versions[name] = 1
@@ -204,8 +231,9 @@ class Overlays:
 
     # --------------------------------------------------------------- access
     def names(self) -> list[str]:
-        """Built-in overlays first, then user overlays in registration order."""
-        return [*BUILTIN, *self._user]
+        """Built-in overlays first (``tasks done`` only with tasks on), then user overlays in
+        registration order."""
+        return [*builtin_names(self._completions is not None), *self._user]
 
     def user_names(self) -> list[str]:
         return list(self._user)
@@ -229,23 +257,34 @@ class Overlays:
         state = self._state_fn()
         if state is None:
             raise OverlayError("reset() the env first")
-        if name not in BUILTIN:
+        if name not in self.names():
             raise OverlayError(f"no overlay named {name!r}; have {self.names()}")
         return builtin_heatmap(name, capture(state), state.tiles.material, self._border, self._center,
-                               self._visit_counts)
+                               self._visit_counts, self._completions)
 
     # ------------------------------------------------------------- built-ins
-    def track(self, state: State) -> None:
-        """Called by the env after reset and every tick: counts this tick's visits (one bincount)."""
+    def track(self, state: State, tasks: dict[str, np.ndarray] | None = None) -> None:
+        """Called by the env after reset and every tick: counts this tick's visits (one bincount)
+        and, with tasks on (`tasks`: the frame's task fields, `nmmo.Env.task_columns`), its task
+        completions."""
         size = state.tiles.size
         if self._visit_counts is None or self._visit_counts.shape[0] != size:
             self._visit_counts = np.zeros((size, size), dtype=np.float32)
         ent = state.entities
         add_visits(self._visit_counts, {"alive": ent.alive, "kind": ent.npc_type, "row": ent.row, "col": ent.col})
+        if tasks is None:
+            self._completions = self._last_tasks = None
+            return
+        if self._completions is None or self._completions.shape[0] != size:
+            self._completions, self._last_tasks = np.zeros((size, size), dtype=np.float32), None
+        now = {"id": ent.id.copy(), "row": ent.row, "col": ent.col, "task": tasks["task"],
+               "task_done": tasks["task_done"]}
+        add_completions(self._completions, now, self._last_tasks)
+        self._last_tasks = {"id": now["id"], "task_done": np.array(tasks["task_done"])}
 
     def reset(self) -> None:
         """Forget the user overlays' values and the visit counts (a new episode)."""
-        self._visit_counts = None
+        self._visit_counts = self._completions = self._last_tasks = None
         self._user.clear()
         self._versions.clear()
         self._blank.clear()

@@ -1,8 +1,10 @@
 """Tasks in an env: `Tasking`, the mixin through which `nmmo.Env` assigns each agent (or team) a task
 at reset, evaluates every task after each tick, pays task rewards and shows the task to the agent.
 
-Turned on by ``Env(config, tasks=...)`` (a shipped set's name, a TOML / JSON path, a `TaskSet` or a
-list of spec tables) or the config key ``TASKS``; the config's ``TASK_*`` keys say how tasks are
+Turned on by ``Env(config, tasks=...)`` (a shipped set's name, a TOML / JSON path, a `TaskSet`, a
+list of spec tables, or a `nmmo.tasks.TaskSampler` that chooses the tasks at each reset) or the
+config key ``TASKS``; ``env.reset(options={"tasks": indices})`` gives the tasks explicitly (one spec
+index per agent slot, or per team); the config's ``TASK_*`` keys say how tasks are
 assigned (``TASK_ASSIGN``: one per agent or per team) and how the reward mixes the task reward
 (``TASK_REWARD``) with the survival reward (``TASK_SURVIVAL_REWARD`` times -1 at death and the
 achievement points). With tasks on:
@@ -13,7 +15,9 @@ achievement points). With tasks on:
 - ``infos[agent]`` carries ``task`` (its index in the set), ``task_progress`` (0..1) and
   ``task_completed`` (0/1), every step;
 - tasks are drawn from their own random stream (`nmmo.tasks.task_rng` of the episode seed), so
-  turning tasks on changes nothing else in the episode.
+  turning tasks on changes nothing else in the episode;
+- replays and the viewer show them: `task_header` is the replay header's ``tasks`` entry and
+  `task_columns` each frame's task fields (`nmmo.io.replay`).
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from nmmo.tasks import EMBEDDING_SIZE, TaskSet, TaskState, load_task_set, task_rng, task_set_from_data
+from nmmo.tasks.sampling import TaskSampler
 
 #: What `tasks=` (or the TASKS key) accepts.
-TaskSource = str | Path | TaskSet | list | dict | None
+TaskSource = str | Path | TaskSet | TaskSampler | list | dict | None
 
 
 def as_task_set(tasks: Any) -> TaskSet:
@@ -36,6 +41,8 @@ def as_task_set(tasks: Any) -> TaskSet:
     with a ``task`` list) or a TaskSet."""
     if isinstance(tasks, TaskSet):
         return tasks
+    if isinstance(tasks, TaskSampler):
+        return tasks.tasks
     if isinstance(tasks, (str, Path)):
         return load_task_set(tasks)
     if isinstance(tasks, (list, dict)):
@@ -56,6 +63,7 @@ class Tasking:
         if tasks is None and self.config.TASKS:
             tasks = self.config.TASKS
         self.tasks: TaskState | None = None
+        self.task_sampler = tasks if isinstance(tasks, TaskSampler) else None
         self._task_step = None
         if tasks is None:
             return
@@ -66,13 +74,26 @@ class Tasking:
             self.config = copy.copy(self.config).set(
                 "TASKS", str(tasks) if isinstance(tasks, (str, Path)) else f"<{task_set.name}>")
         self.tasks = TaskState(task_set, self.config, assign=self.config.TASK_ASSIGN)
+        n = self.config.PLAYER_N
+        self._life_task_reward, self._life_id = np.zeros(n), np.full(n, -1, dtype=np.int64)
         self._task_embeddings = np.zeros((self.config.PLAYER_N, EMBEDDING_SIZE), dtype=np.float32)
 
-    def _reset_tasks(self, episode_seed: int) -> None:
+    def _reset_tasks(self, episode_seed: int, options: dict | None) -> None:
+        given = (options or {}).get("tasks")
         if self.tasks is None:
+            if given is not None:
+                raise ValueError("options['tasks'] given, but this env has no tasks: make it with tasks=...")
             return
-        self.tasks.reset(self.realm.state, task_rng(episode_seed))
+        rng = task_rng(episode_seed)
+        if given is None and self.task_sampler is not None:
+            given = self.task_sampler.sample(rng, self.tasks.units)
+        try:
+            self.tasks.reset(self.realm.state, rng, assignment=given)
+        except ValueError as err:
+            raise ValueError(f"options['tasks'] (or the sampler's draw): {err}") from None
         self._task_step = None
+        self._life_task_reward[:] = 0.0
+        self._life_id[:] = self.realm.state.entities.id[: self.config.PLAYER_N]
         encode = self.task_encoder
         table = self.tasks.slot_embeddings() if encode is None else np.asarray(
             encode(self.tasks.tasks, self.tasks.task), dtype=np.float32)
@@ -81,8 +102,13 @@ class Tasking:
         self._task_embeddings[:] = table
 
     def _evaluate_tasks(self) -> None:
-        if self.tasks is not None:
-            self._task_step = self.tasks.evaluate(self.realm.state)
+        if self.tasks is None:
+            return
+        self._task_step = step = self.tasks.evaluate(self.realm.state)
+        ids = self.realm.state.entities.id[: self.config.PLAYER_N]
+        fresh = ids != self._life_id  # a new life in the slot: its task reward starts at 0
+        self._life_task_reward[fresh], self._life_id[fresh] = 0.0, ids[fresh]
+        self._life_task_reward += step.rewards
 
     def task_embedding(self, slots: np.ndarray) -> np.ndarray:
         """The observation's ``Task`` field of `slots` (the layout's fill)."""
@@ -107,14 +133,41 @@ class Tasking:
             info["task"], info["task_progress"], info["task_completed"] = t, p, c
 
     def task_status(self, slots: np.ndarray) -> np.ndarray:
-        """(len(slots), 3) float64 rows of (task index, progress, completed) after the last tick:
-        what a lifetime that ends now reports (tasks off: an empty table)."""
+        """(len(slots), 4) float64 rows of (task index, progress, completed, task reward of the life
+        so far) after the last tick: what a lifetime that ends now reports (tasks off: an empty
+        table). The reward is the task's own (times the spec's `reward`, before TASK_REWARD)."""
         if self.tasks is None:
-            return np.zeros((0, 3))
+            return np.zeros((0, 4))
         step = self._task_step
         progress = step.progress[slots] if step is not None else np.zeros(len(slots))
         completed = step.completed[slots] if step is not None else np.zeros(len(slots), dtype=bool)
-        return np.stack([self.tasks.task[slots], progress, completed], axis=1).astype(np.float64)
+        columns = [self.tasks.task[slots], progress, completed, self._life_task_reward[slots]]
+        return np.stack(columns, axis=1).astype(np.float64)
+
+    def task_header(self) -> dict:
+        """The replay header's task entry: ``{"tasks": {name, names, specs, assign}}`` (the set's name,
+        its specs' names and tables, TASK_ASSIGN), or ``{}`` with tasks off."""
+        if self.tasks is None:
+            return {}
+        specs = list(self.tasks.tasks)
+        return {"tasks": {"name": self.tasks.tasks.name, "names": [spec.name for spec in specs],
+                          "specs": [spec.to_dict() for spec in specs], "assign": self.tasks.assign}}
+
+    def task_columns(self) -> dict[str, np.ndarray] | None:
+        """A frame's task fields (`nmmo.io.replay.TASK_FIELDS`), one entry per entity slot: ``task``
+        (int16, the slot's spec index; -1 for NPC rows), ``task_progress`` (int16, per-mille) and
+        ``task_done`` (int8) after the last tick; None with tasks off."""
+        if self.tasks is None:
+            return None
+        capacity, n = self.realm.state.entities.alive.size, self.config.PLAYER_N
+        task, progress = np.full(capacity, -1, dtype=np.int16), np.zeros(capacity, dtype=np.int16)
+        done = np.zeros(capacity, dtype=np.int8)
+        task[:n] = self.tasks.task[:n]
+        step = self._task_step
+        if step is not None:
+            progress[:n] = np.rint(np.clip(step.progress[:n], 0.0, 1.0) * 1000)
+            done[:n] = step.completed[:n]
+        return {"task": task, "task_progress": progress, "task_done": done}
 
     def task_timing(self) -> dict[str, float]:
         """Seconds spent so far on the event log and on task evaluation (code timers)."""

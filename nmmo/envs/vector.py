@@ -26,7 +26,15 @@ from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.layout import layout as obs_layout
 from nmmo.envs.blocks import ENGINES, EnvBlock, env_spec, load_env_class, make_block, resolve_engine
-from nmmo.envs.buffers import METRIC_NAMES, STEP_FIELDS, VecStep, allocate_buffers, stack_episodes
+from nmmo.envs.buffers import (
+    METRIC_NAMES,
+    STEP_FIELDS,
+    TASK_FIELDS,
+    VecStep,
+    allocate_buffers,
+    episode_width,
+    stack_episodes,
+)
 from nmmo.envs.process import die_with_parent
 
 __all__ = ["ENGINES", "METRIC_NAMES", "STEP_FIELDS", "EnvBlock", "VecStep", "VectorEnv", "allocate_buffers",
@@ -84,6 +92,7 @@ class _Processes:
         self.shm = shared_memory.SharedMemory(create=True, size=int(nbytes))
         self.actions_shm = shared_memory.SharedMemory(create=True, size=rows * 3 * 8)
         self.buffers = allocate_buffers(config, rows, self.shm)
+        self.width = episode_width(config)
         self.actions = np.ndarray((rows, 3), np.int64, buffer=self.actions_shm.buf)
         context = multiprocessing.get_context("spawn")
         self.procs, self.pipes = [], []
@@ -106,7 +115,7 @@ class _Processes:
         self.actions[:] = actions
         for pipe in self.pipes:
             pipe.send("step")
-        return stack_episodes([pipe.recv() for pipe in self.pipes])
+        return stack_episodes([pipe.recv() for pipe in self.pipes], self.width)
 
     def close(self) -> None:
         for pipe in self.pipes:
@@ -193,9 +202,16 @@ class VectorEnv:
         if actions.shape != (self.rows, 3):
             raise ValueError(f"actions must have shape ({self.rows}, 3), got {actions.shape}")
         finished = self._impl.step(actions.astype(np.int64))
-        b = self.buffers
+        b, m = self.buffers, len(METRIC_NAMES)
+        tasks = {name: b[name] for name in TASK_FIELDS} if self.config.TASKS else None
         return VecStep(self._observations(), b["reward"], b["terminated"], b["truncated"], b["alive"], b["agent_id"],
-                       finished[:, :-1], finished[:, -1].astype(np.int64))
+                       finished[:, :m], finished[:, -1].astype(np.int64), tasks,
+                       finished[:, m:-1] if self.config.TASKS else None)
+
+    def tasks(self) -> dict[str, np.ndarray] | None:
+        """Each row's task, progress and completion now (views; None with tasks off): after a reset,
+        the tasks the new episodes hold."""
+        return {name: self.buffers[name] for name in TASK_FIELDS} if self.config.TASKS else None
 
     def close(self) -> None:
         if self._impl is not None:

@@ -1,6 +1,6 @@
 """Replays: record any env run, save it as one compressed, versioned file, load and validate it.
 
-Recording: ``nmmo.Env(config, record=True)`` (or ``env.record()`` before ``reset``) captures a
+Recording (`nmmo.io.recording`): ``nmmo.Env(config, record=True)`` (or ``env.record()`` before ``reset``) captures a
 frame per tick; ``env.save_replay(path)`` writes it. A frame is the entity table reduced to what a
 viewer shows (one column per field below, one entry per entity slot), taken from the tables after
 ``reset`` and after every step. The map is stored once; tile changes (harvested and regrown
@@ -9,188 +9,39 @@ forests) and user overlay changes are stored as events.
 File (``.replay``, a NumPy ``.npz`` archive): ``header`` (UTF-8 JSON: format, version, config
 TOML, map seed, sizes, tick count, ``overlay_blank``), ``material`` (S x S), one ``(ticks + 1,
 slots)`` array per field, integer fields delta-coded along time (lossless; positions compress to
-almost nothing), tile changes as ``(tick, flat index, material)`` rows, and user overlays as
-``(tick, name index)`` rows plus quantized ``uint8`` maps with their ranges. Written atomically.
+almost nothing), tile changes as ``(tick, flat index, material)`` rows, the event log (what tasks
+read, `nmmo.core.systems.events`) as ``(tick, slot, event, value)`` rows of its non-zero entries
+(the header's ``events`` names the codes), and user overlays as ``(tick, name index)`` rows plus
+quantized ``uint8`` maps with their ranges. Written atomically.
+
+Tasks (v3): a run with tasks (`nmmo.envs.tasking`) has a header entry ``tasks`` (``name``: the set's
+name, ``names``: its specs' names, ``specs``: each spec's table, ``assign``: TASK_ASSIGN), and every
+frame the fields ``task`` (the slot's index into ``names``; -1: no task, as NPC rows and runs without
+tasks have), ``task_progress`` (per-mille, 0..1000) and ``task_done`` (0/1). Files older than v3
+load with ``task`` -1 and the other two 0.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from nmmo.core.enums import Skill
-from nmmo.core.state import State
 from nmmo.io import npz
-
-FORMAT = "flatmmo-replay"
-VERSION = 2  # v2 adds the hunting and fishing levels (v1 files load with them at 0)
-#: Fields a replay of an older version lacks (loaded as zeros).
-ADDED_IN = {"hunting": 2, "fishing": 2}
-
-#: Per-entity fields of a frame, with their stored dtype (the viewer protocol's field names).
-FIELDS: dict[str, np.dtype] = {
-    "alive": np.dtype(np.int8),
-    "id": np.dtype(np.int32),
-    "row": np.dtype(np.int16),
-    "col": np.dtype(np.int16),
-    "health": np.dtype(np.int16),
-    "max_health": np.dtype(np.int16),
-    "food": np.dtype(np.int16),
-    "water": np.dtype(np.int16),
-    "team": np.dtype(np.int16),
-    "kind": np.dtype(np.int8),
-    "level": np.dtype(np.int16),
-    "armour": np.dtype(np.int16),
-    "melee": np.dtype(np.int16),
-    "range": np.dtype(np.int16),
-    "mage": np.dtype(np.int16),
-    "defense": np.dtype(np.int16),
-    "hunting": np.dtype(np.int16),
-    "fishing": np.dtype(np.int16),
-    "damage": np.dtype(np.int16),
-    "attack_style": np.dtype(np.int8),
-    "attack_target": np.dtype(np.int32),
-}
-
-
-class ReplayError(ValueError):
-    """A replay file is missing, truncated, corrupt, too big or from a newer format; the message
-    says which. `reason` is the message without the file's path (for replies to remote viewers)."""
-
-    def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        self.reason = reason
-        super().__init__(f"replay {str(path)!r} {reason}")
-
-
-def capture(state: State) -> dict[str, np.ndarray]:
-    """One frame: the viewer's fields for every entity slot, read from the tables (copies)."""
-    ent = state.entities
-    return {
-        "alive": ent.alive.astype(np.int8),
-        "id": ent.id.astype(np.int32),
-        "row": ent.row.astype(np.int16),
-        "col": ent.col.astype(np.int16),
-        "health": ent.health.astype(np.int16),
-        "max_health": ent.max_health.astype(np.int16),
-        "food": ent.food.astype(np.int16),
-        "water": ent.water.astype(np.int16),
-        "team": ent.team.astype(np.int16),
-        "kind": ent.npc_type.astype(np.int8),
-        "level": ent.combat_level().astype(np.int16),
-        "armour": ent.equipment().astype(np.int16),
-        "melee": ent.level[:, Skill.MELEE].astype(np.int16),
-        "range": ent.level[:, Skill.RANGE].astype(np.int16),
-        "mage": ent.level[:, Skill.MAGE].astype(np.int16),
-        "defense": ent.level[:, Skill.DEFENSE].astype(np.int16),
-        "hunting": ent.level[:, Skill.HUNTING].astype(np.int16),
-        "fishing": ent.level[:, Skill.FISHING].astype(np.int16),
-        "damage": ent.damage_taken.astype(np.int16),
-        "attack_style": ent.attack_style.astype(np.int8),
-        "attack_target": ent.attack_target_id.astype(np.int32),
-    }
-
-
-def quantize(heatmap: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """uint8 values spanning [min, max] (what replays store and viewers draw)."""
-    low, high = float(heatmap.min()), float(heatmap.max())
-    scale = 255.0 / (high - low) if high > low else 0.0
-    return np.rint((heatmap - low) * scale).astype(np.uint8), low, high
-
-
-@dataclass
-class Recorder:
-    """Collects frames, tile changes and overlay changes during a run."""
-
-    header: dict = field(default_factory=dict)
-    material: np.ndarray | None = None
-    frames: list[dict[str, np.ndarray]] = field(default_factory=list)
-    tile_events: list[np.ndarray] = field(default_factory=list)
-    overlay_events: list[tuple[int, str, np.ndarray, float, float]] = field(default_factory=list)
-    _last_material: np.ndarray | None = None
-    _overlay_versions: dict[str, int] = field(default_factory=dict)
-
-    def start(self, state: State, header: dict) -> None:
-        """Begin a new recording at reset (a recorder holds one episode)."""
-        self.header = dict(header)
-        self.material = state.tiles.material.copy()
-        self._last_material = self.material.copy()
-        self.frames = [capture(state)]
-        self.tile_events = []
-        self.overlay_events = []
-        self._overlay_versions = {}
-
-    def capture(self, state: State, overlays=None) -> None:
-        """Record the tick that just happened. Overlays set since the last capture belong to the
-        previous tick (the one the user was looking at when setting them)."""
-        if overlays is not None:
-            self.capture_overlays(overlays, len(self.frames) - 1)
-        tick = len(self.frames)
-        self.frames.append(capture(state))
-        changed = np.flatnonzero(state.tiles.material.ravel() != self._last_material.ravel())
-        if changed.size:
-            values = state.tiles.material.ravel()[changed]
-            self._last_material.ravel()[changed] = values
-            self.tile_events.append(np.stack([np.full(changed.size, tick), changed, values], axis=1))
-
-    def capture_overlays(self, overlays, tick: int) -> None:
-        """Store user overlays whose version changed since they were last stored (and in the
-        header, what each shows on tiles without data)."""
-        for name in overlays.user_names():
-            version = overlays.version(name)
-            if self._overlay_versions.get(name) != version:
-                self._overlay_versions[name] = version
-                self.header.setdefault("overlay_blank", {})[name] = overlays.blank(name)  # what no data shows
-                data, low, high = quantize(overlays.get(name))
-                self.overlay_events.append((tick, name, data, low, high))
-
-    def name_players(self, policies: list[str] | None, team_policy: list[int] | None) -> None:
-        """Put who played in the header, for the viewer: `policies` names them, `team_policy` gives
-        each team's index into `policies` (see `nmmo.Env.save_replay`). Checked here, so a bad
-        label fails before anything is written."""
-        if policies is not None:
-            if isinstance(policies, str) or not policies or not all(isinstance(p, str) for p in policies):
-                raise ValueError(f"policies must be a non-empty list of names, got {policies!r}")
-            self.header["policies"] = list(policies)
-        if team_policy is not None:
-            if policies is None or not all(isinstance(i, int) and 0 <= i < len(policies) for i in team_policy):
-                raise ValueError(f"team_policy must list an index into policies for every team, got {team_policy!r}")
-            self.header["team_policy"] = list(team_policy)
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the replay atomically; returns the path."""
-        from nmmo.io.files import atomic_write_bytes
-
-        if self.material is None:
-            raise ReplayError(path, "has nothing recorded: call env.reset() with recording on first")
-        path = Path(path)
-        ticks = len(self.frames) - 1
-        arrays: dict[str, np.ndarray] = {"material": self.material}
-        for name, dtype in FIELDS.items():
-            stacked = np.stack([frame[name] for frame in self.frames]).astype(dtype)
-            arrays[f"f_{name}"] = np.diff(stacked, axis=0, prepend=np.zeros_like(stacked[:1]))
-        tiles = np.concatenate(self.tile_events) if self.tile_events else np.zeros((0, 3), dtype=np.int64)
-        arrays["tile_events"] = tiles.astype(np.int64)
-        names = sorted({event[1] for event in self.overlay_events})
-        arrays["overlay_index"] = np.array([[t, names.index(n)] for t, n, *_ in self.overlay_events],
-                                           dtype=np.int64).reshape(-1, 2)
-        arrays["overlay_range"] = np.array([[low, high] for *_, low, high in self.overlay_events],
-                                           dtype=np.float64).reshape(-1, 2)
-        size = self.material.shape[0]
-        arrays["overlay_data"] = (np.stack([e[2] for e in self.overlay_events]) if self.overlay_events
-                                  else np.zeros((0, size, size), dtype=np.uint8))
-        header = {**self.header, "format": FORMAT, "version": VERSION, "ticks": ticks,
-                  "slots": int(self.frames[0]["id"].size), "size": size, "overlays": names,
-                  "fields": list(FIELDS)}
-        arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
-        atomic_write_bytes(path, buffer.getvalue())
-        return path
+from nmmo.io.recording import (  # noqa: F401
+    ADDED_IN,
+    FIELDS,
+    FORMAT,
+    MISSING,
+    TASK_FIELDS,
+    VERSION,
+    Recorder,
+    ReplayError,
+    capture,
+    quantize,
+)
 
 
 class Replay:
@@ -198,11 +49,13 @@ class Replay:
 
     def __init__(self, header: dict, material: np.ndarray, fields: dict[str, np.ndarray],
                  tile_events: np.ndarray, overlay_index: np.ndarray, overlay_range: np.ndarray,
-                 overlay_data: np.ndarray) -> None:
+                 overlay_data: np.ndarray, entity_events: np.ndarray | None = None) -> None:
         self.header = header
         self.material = material
         self.fields = fields  # name -> (ticks + 1, slots), decoded
         self.tile_events = tile_events
+        self.entity_events = np.zeros((0, 4), dtype=np.int64) if entity_events is None else entity_events
+        self.event_names: list[str] = header.get("events", [])  # the codes' names (a v3 file's)
         self.overlay_names: list[str] = header.get("overlays", [])
         self.overlay_index = overlay_index
         self.overlay_range = overlay_range
@@ -219,7 +72,8 @@ class Replay:
     @property
     def nbytes(self) -> int:
         """Memory its arrays take (what a server's replay cache counts against its budget)."""
-        arrays = [self.material, self.tile_events, self.overlay_index, self.overlay_range, self.overlay_data]
+        arrays = [self.material, self.tile_events, self.entity_events, self.overlay_index, self.overlay_range,
+                  self.overlay_data]
         return sum(array.nbytes for array in [*arrays, *self.fields.values()])
 
     def frame(self, tick: int) -> dict[str, np.ndarray]:
@@ -232,6 +86,10 @@ class Replay:
         """(flat index, material) rows of the tiles that changed during `tick`."""
         rows = self.tile_events[self.tile_events[:, 0] == tick]
         return rows[:, 1:]
+
+    def events(self, tick: int) -> np.ndarray:
+        """(slot, event code, value) rows of the event log during `tick` (codes: `event_names`)."""
+        return self.entity_events[self.entity_events[:, 0] == tick][:, 1:]
 
     def material_at(self, tick: int) -> np.ndarray:
         """The map's materials at `tick` (the stored map with every tile change up to it)."""
@@ -331,11 +189,15 @@ def _check_header(path: Path, header) -> dict:
     overlays = header.get("overlays", [])
     _require(isinstance(overlays, list) and all(isinstance(n, str) for n in overlays), path,
              "has a header whose 'overlays' is not a list of names")
+    tasks = header.get("tasks")
+    _require(tasks is None or (isinstance(tasks, dict) and isinstance(tasks.get("names"), list)
+                               and all(isinstance(n, str) for n in tasks["names"])), path,
+             "has a header whose 'tasks' does not list task names")
     return header
 
 
 def _zero_fields(archive: _Archive, header: dict) -> list[str]:
-    """Fields this replay lacks because its version predates them (loaded as zeros)."""
+    """Fields this replay lacks because its version predates them (loaded as `MISSING`, else zeros)."""
     return [name for name in FIELDS
             if f"f_{name}" not in archive.members and header["version"] < ADDED_IN.get(name, 0)]
 
@@ -372,12 +234,15 @@ def _check_shapes(archive: _Archive, header: dict) -> None:
     _require(index.dtype.kind in "iu" and index.shape[1:] == (2,) and ranges.shape[1:] == (2,), path,
              "is corrupt: the overlay tables are not (tick, name) and (min, max) rows")
     _require(index.shape[0] == data.shape[0] == ranges.shape[0], path, "is corrupt: the overlay tables disagree")
+    logged = members.get("entity_events")  # v3 on; older files have none
+    _require(logged is None or (logged.shape[1:] == (4,) and len(logged.shape) == 2 and logged.dtype.kind in "iu"),
+             path, "is corrupt: the event log is not (tick, slot, event, value) rows")
 
 
 def _decode_field(archive: _Archive, header: dict, name: str) -> np.ndarray:
-    """A field's values by tick (zeros for a field this replay's version predates)."""
+    """A field's values by tick (for a field this replay's version predates: `MISSING`, else zeros)."""
     if f"f_{name}" not in archive.members:
-        return np.zeros((header["ticks"] + 1, header["slots"]), dtype=FIELDS[name])
+        return np.full((header["ticks"] + 1, header["slots"]), MISSING.get(name, 0), dtype=FIELDS[name])
     return npz.running_sum(archive.read(f"f_{name}"))
 
 
@@ -395,4 +260,5 @@ def load_replay(path: str | os.PathLike, max_bytes: int | None = None) -> Replay
         _check_shapes(archive, header)
         fields = {name: _decode_field(archive, header, name) for name in FIELDS}
         events = [archive.read(key) for key in ("tile_events", "overlay_index", "overlay_range", "overlay_data")]
-        return Replay(header, archive.read("material"), fields, *events)
+        logged = archive.read("entity_events") if "entity_events" in archive.members else None
+        return Replay(header, archive.read("material"), fields, *events, entity_events=logged)

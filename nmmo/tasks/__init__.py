@@ -7,6 +7,7 @@
 - `nmmo.tasks.spec`: task sets as TOML / JSON files (`load_task_set`; shipped sets in
   ``nmmo/configs/tasks/``), checked and never executed.
 - `nmmo.tasks.embedding`: a fixed-length vector per spec.
+- `nmmo.tasks.sampling`: who gets which task at reset (`TaskSampler`, `CurriculumSampler`).
 - `nmmo.tasks.task`: `TaskState`, assignment at reset and one evaluation per tick; under it
   `compiler` (assigned tasks as flat arrays), `terms` (most predicates, one batch), `core`
   (Param, Predicate, subjects, batches), `predicates` and `spatial` (the built-ins).
@@ -15,11 +16,13 @@
 from nmmo.tasks.core import SUBJECTS, Context, Leaves, Members, Param, Predicate
 from nmmo.tasks.embedding import EMBEDDING_SIZE, embed
 from nmmo.tasks.registry import register
+from nmmo.tasks.sampling import CurriculumSampler, TaskSampler
 from nmmo.tasks.spec import TaskSet, TaskSpec, load_task_set, parse_task, shipped, task_set_from_data
 from nmmo.tasks.task import TaskState, TaskStep, task_rng
 
 __all__ = [
-    "EMBEDDING_SIZE", "SUBJECTS", "Context", "Leaves", "Members", "Param", "Predicate", "TaskSet", "TaskSpec",
+    "EMBEDDING_SIZE", "SUBJECTS", "Context", "CurriculumSampler", "TaskSampler",
+    "Leaves", "Members", "Param", "Predicate", "TaskSet", "TaskSpec",
     "TaskState", "TaskStep", "embed", "load_task_set", "parse_task", "register", "shipped", "task_rng",
     "task_set_from_data",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 
 from nmmo.tasks import registry
 from nmmo.tasks import spec as spec_module
-from nmmo.tasks.core import Context, Layout, Leaves, Members
+from nmmo.tasks.core import Context, Layout, Leaves, Members, clip01
 from nmmo.tasks.spec import Node, TaskSet
 from nmmo.tasks.terms import Terms
 
@@ -33,6 +33,25 @@ class Combination:
     owner: np.ndarray
     weights: np.ndarray
     k: np.ndarray
+    block: slice | None = None  # the parents' node ids, a range once compiled
+
+    def __post_init__(self) -> None:
+        self.unweighted = bool((self.weights == 1.0).all())  # x * 1.0 is x: the product can go
+        if self.op == "at_least":
+            self._bind_best()
+
+    def _bind_best(self) -> None:
+        """Children on a (parents, widest) grid, padded with -1 (below any progress), so that one
+        sort per row puts each parent's k best last: `best` are their grid positions, best first."""
+        n = len(self.parents)
+        counts = np.bincount(self.owner, minlength=n)
+        self.width = width = int(counts.max(initial=1))
+        self.uniform = bool((counts == width).all())
+        self.grid_position = self.owner * width + np.arange(self.children.size) - self.starts[self.owner]
+        taken = np.minimum(self.k, counts).astype(np.int64)
+        self.best = np.concatenate([p * width + width - 1 - np.arange(t) for p, t in enumerate(taken.tolist())]
+                                   + [np.zeros(0, np.int64)])
+        self.best_owner = np.repeat(np.arange(n), taken)
 
     def apply(self, progress: np.ndarray) -> None:
         values = progress[self.children]
@@ -43,14 +62,21 @@ class Combination:
         elif self.op == "not":
             out = 1.0 - values
         elif self.op == "sum":
-            out = np.clip(np.add.reduceat(values * self.weights, self.starts), 0.0, 1.0)
-        else:  # at_least: the mean of the k best children
-            order = np.lexsort((-values, self.owner))
-            rank = np.arange(order.size) - self.starts[self.owner[order]]
-            best = rank < self.k[self.owner[order]]
-            out = np.bincount(self.owner[order][best], weights=values[order][best], minlength=len(self.parents))
+            out = clip01(np.add.reduceat(values if self.unweighted else values * self.weights, self.starts))
+        else:  # at_least: the mean of the k best children, added best first
+            out = np.bincount(self.best_owner, weights=self._sorted(values)[self.best], minlength=len(self.parents))
             out = out / self.k
-        progress[self.parents] = out
+        progress[self.block] = out
+
+    def _sorted(self, values: np.ndarray) -> np.ndarray:
+        """Each parent's children in ascending order, flat on the grid."""
+        if self.uniform:
+            grid = values.reshape(-1, self.width)
+        else:
+            grid = np.full(len(self.parents) * self.width, -1.0)
+            grid[self.grid_position] = values
+            grid = grid.reshape(-1, self.width)
+        return np.sort(grid, axis=1).ravel()
 
 
 @dataclass
@@ -80,6 +106,8 @@ class Compiled:
         self.any_hold = bool(self.is_hold.any())
         self.any_ongoing = not self.not_ongoing.all()
         self.any_completion = bool(self.on_completion.any())
+        self.unit_reward = bool((self.multiplier == 1.0).all())  # x * 1.0 is x: the product can go
+        self.one_recipient = bool(np.array_equal(self.recipient_inst, np.arange(len(self.spec))))
 
 
 def compile_tasks(tasks: TaskSet, layout: Layout, task_of_slot: np.ndarray, ctx: Context) -> Compiled:
@@ -159,13 +187,15 @@ def compile_tasks(tasks: TaskSet, layout: Layout, task_of_slot: np.ndarray, ctx:
     terms = Terms(term_nodes, term_list, term_members, ctx, term_negated) if term_list else None
 
     combinations = [_combination(op, entries) for (_, op), entries in sorted(combos.items())]
+    relabel = _blocks(terms, batches, combinations, counter[0])
+    roots = relabel[np.array(roots, dtype=np.int64)]
     recipients = [(inst, slot) for inst, (world, team, slot, _) in enumerate(rows)
                   for slot in ([slot] if slot is not None else layout.team_slots(world, team).tolist())]
     specs = [tasks[r[3]] for r in rows]
     return Compiled(
         spec=np.array([r[3] for r in rows], dtype=np.int64),
         inst_slot=np.array([-1 if r[2] is None else r[2] for r in rows], dtype=np.int64),
-        root=np.array(roots, dtype=np.int64),
+        root=roots,
         is_hold=np.array([s.kind == "hold" for s in specs], dtype=bool),
         not_ongoing=np.array([s.kind != "ongoing" for s in specs], dtype=bool),
         inv_hold=np.array([1.0 / max(s.hold, 1) for s in specs]),
@@ -177,6 +207,24 @@ def compile_tasks(tasks: TaskSet, layout: Layout, task_of_slot: np.ndarray, ctx:
         combinations=combinations, n_nodes=counter[0],
         names=[s.name for s in specs],
     )
+
+
+def _blocks(terms: Terms | None, batches: list[Leaves], combinations: list[Combination], n: int) -> np.ndarray:
+    """Renumber the nodes so that the term leaves, each batch's leaves and each combination's
+    parents are blocks (their `block` slice): each is written into the progress array as one
+    slice. Returns the new id of every old id."""
+    groups = ([terms] if terms is not None else []) + batches + combinations
+    ids = [g.parents if isinstance(g, Combination) else g.nodes for g in groups]
+    relabel = np.empty(n, dtype=np.int64)
+    relabel[np.concatenate(ids + [np.zeros(0, np.int64)])] = np.arange(n)
+    start = 0
+    for group, old in zip(groups, ids, strict=True):
+        group.block, start = slice(start, start + len(old)), start + len(old)
+        if isinstance(group, Combination):
+            group.parents, group.children = relabel[group.parents], relabel[group.children]
+        else:
+            group.nodes = relabel[group.nodes]
+    return relabel
 
 
 def _parse(table: dict, name: str) -> Node:

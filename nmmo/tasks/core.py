@@ -251,6 +251,7 @@ class Leaves:
     static: dict[str, Any] = field(default_factory=dict)
     memory: dict[str, np.ndarray] = field(default_factory=dict)
     kept: dict[str, np.ndarray] = field(default_factory=dict)
+    block: slice | None = None  # `nodes` as a range, once compiled
 
     @property
     def n(self) -> int:
@@ -272,7 +273,8 @@ class Leaves:
 @dataclass
 class Context:
     """What predicates read on a tick: the state, and per agent slot whether it is alive and its
-    position within its world (the fused engine stacks worlds' maps; `row_offset` undoes it)."""
+    position within its world (the fused engine stacks worlds' maps; `row_offset` undoes it).
+    `TaskState` keeps one per episode and `advance`s it every tick."""
 
     state: State
     config: Config
@@ -284,12 +286,31 @@ class Context:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._refresh()
+
+    def advance(self, state: State, world_ticks: np.ndarray, newcomers: np.ndarray | None) -> None:
+        """The next tick's context (cheaper than a new one: the per-episode fields stay)."""
+        self.state, self.world_ticks, self.newcomers = state, world_ticks, newcomers
+        if self.cache:
+            self.cache = {}
+        self._refresh()
+
+    def _refresh(self) -> None:
         ent, n = self.state.entities, self.layout.slots * self.layout.n_worlds
         self.ent = ent
         self.alive = ent.alive[:n]
         self.all_alive = bool(all_of(self.alive))
         self.row = ent.row[:n] - self.row_offset if self.layout.n_worlds > 1 else ent.row[:n]
         self.col = ent.col[:n]
+        self._flat: np.ndarray | None = None
+
+    @property
+    def flat(self) -> np.ndarray:
+        """Per slot: its tile's index in the flattened (stacked) map, computed once a tick when asked."""
+        if self._flat is None:
+            n = len(self.alive)
+            self._flat = self.ent.row[:n] * self.state.tiles.cols + self.col  # int32 holds 2**31 tiles
+        return self._flat
 
     def ticks(self, leaves: Leaves) -> np.ndarray:
         """Each leaf's world tick."""

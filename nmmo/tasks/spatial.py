@@ -40,20 +40,27 @@ class CanSeeGroup(Predicate):
     params = (Param("target", "group"),)
 
     def bind(self, leaves: Leaves, ctx: Context) -> None:
-        """Every (leaf, subject member, target member) triple."""
+        """Every (leaf, subject member, target member) triple, and where each leaf's begin."""
         s, g = leaves.subject, leaves.groups["target"]
         pairs = [np.array(np.meshgrid(s.slots[s.owner == i], g.slots[g.owner == i])).reshape(2, -1)
                  for i in range(leaves.n)]
         leaves.static["viewer"] = np.concatenate([p[0] for p in pairs]).astype(np.int64)
         leaves.static["seen"] = np.concatenate([p[1] for p in pairs]).astype(np.int64)
-        leaves.static["owner"] = np.repeat(np.arange(leaves.n), [p.shape[1] for p in pairs])
+        sizes = np.array([p.shape[1] for p in pairs], dtype=np.int64)
+        leaves.static["owner"] = np.repeat(np.arange(leaves.n), sizes)
+        leaves.static["starts"] = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        leaves.static["all_filled"] = bool((sizes > 0).all())
 
     def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
-        a, b = leaves.static["viewer"], leaves.static["seen"]
-        ent = ctx.ent
-        near = chebyshev(ent.row[a], ent.col[a], ent.row[b], ent.col[b]) <= ctx.config.PLAYER_VISION_RADIUS
-        seen = near & ctx.alive[a] & ctx.alive[b]
-        return (np.bincount(leaves.static["owner"], weights=seen, minlength=leaves.n) > 0).astype(np.float64)
+        static = leaves.static
+        a, b = static["viewer"], static["seen"]
+        row, col = ctx.row, ctx.col
+        seen = chebyshev(row[a], col[a], row[b], col[b]) <= ctx.config.PLAYER_VISION_RADIUS
+        if not ctx.all_alive:
+            seen &= ctx.alive[a] & ctx.alive[b]
+        if static["all_filled"] and seen.size:  # any triple of the leaf
+            return np.logical_or.reduceat(seen, static["starts"])
+        return (np.bincount(static["owner"], weights=seen, minlength=leaves.n) > 0).astype(np.float64)
 
 
 class CanSeeAgent(Predicate):
@@ -111,9 +118,12 @@ class AllMembersWithinRange(Predicate):
         dist = leaves.args["dist"][filled].astype(np.float64)
         leaves.static["dist"], leaves.static["sd_dist"] = dist, dist[:, None]
         leaves.static["far"] = np.maximum(ctx.config.MAP_CENTER - dist, 1)
+        leaves.static["single"] = bool((m.counts == 1).all())  # lone members are always within range
 
     def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
         m, static = leaves.subject, leaves.static
+        if static["single"]:  # span 0 when alive (within: 1), no one alive when dead (0)
+            return ctx.alive[m.slots]
         out = np.zeros(leaves.n)
         if not static["filled"].size:
             return out
@@ -154,38 +164,69 @@ class SeizeTile(Predicate):
     def bind(self, leaves: Leaves, ctx: Context) -> None:
         rows, cols = leaves.args["row"].astype(np.int64), leaves.args["col"].astype(np.int64)
         m, args, side = leaves.subject, leaves.args, ctx.config.MAP_SIZE
-        leaves.static["flat"] = (rows + leaves.world * side) * ctx.state.tiles.cols + cols
-        leaves.static["rows"], leaves.static["cols"] = rows[m.owner], cols[m.owner]
-        leaves.static["gain"] = (1.0 - args["progress_bonus"] - args["seize_bonus"]) / args["num_ticks"]
-        leaves.static["held_base"] = args["progress_bonus"] + args["seize_bonus"]
-        leaves.static["approach"] = args["progress_bonus"] / max(ctx.config.MAP_CENTER // 2, 1)
+        static = leaves.static
+        static["flat"] = (rows + leaves.world * side) * ctx.state.tiles.cols + cols
+        static["rows"], static["cols"] = rows[m.owner], cols[m.owner]
+        static["gain"] = (1.0 - args["progress_bonus"] - args["seize_bonus"]) / args["num_ticks"]
+        static["held_base"] = args["progress_bonus"] + args["seize_bonus"]
+        static["approach"] = args["progress_bonus"] / max(ctx.config.MAP_CENTER // 2, 1)
         slots = ctx.layout.slots * ctx.layout.n_worlds
         is_member = np.zeros((leaves.n, slots + 1), dtype=bool)  # the last column: no holder (-1)
         is_member[m.owner, m.slots] = True
-        leaves.static["is_member"], leaves.static["leaf"] = is_member, np.arange(leaves.n)
+        static["is_member"], static["leaf"] = is_member, np.arange(leaves.n)
+        static["single"] = bool((m.counts == 1).all())  # each leaf's nearest member is its member
         for key in ("holder", "holder_team", "since"):  # never zeroed: the tile's history
             leaves.kept[key] = np.full(leaves.n, -1, dtype=np.int64)
+        leaves.kept["held"] = np.zeros(leaves.n, dtype=bool)
 
     def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
-        m, static, kept = leaves.subject, leaves.static, leaves.kept
-        ticks = ctx.ticks(leaves)
+        static, kept = leaves.static, leaves.kept
+        self._seize(ctx, leaves)
+        nearest = self._nearest(ctx, leaves)
+        approach = static["approach"] * (ctx.config.MAP_CENTER // 2 - nearest)
+        if any_of(kept["held"]):
+            held = static["held_base"] + static["gain"] * (ctx.ticks(leaves) - kept["since"])
+            approach = np.where(kept["held"], held, approach)
+        if nearest.dtype.kind == "f":  # some leaf without a live member
+            return np.where(nearest < BIG, clip01(approach), 0.0)
+        return approach
+
+    @staticmethod
+    def _seize(ctx: Context, leaves: Leaves) -> None:
+        """Holders change when a player of another team stands on the tile, or the holder's slot
+        gets a new agent (the tile is free again); whether a subject member holds it follows."""
+        static, kept = leaves.static, leaves.kept
         holder, holder_team = kept["holder"], kept["holder_team"]
-        if ctx.newcomers is not None:  # a new agent in the holder's slot: the tile is free again
+        changed = False
+        if ctx.newcomers is not None:
             gone = (holder >= 0) & ctx.newcomers[holder]
             holder[gone], holder_team[gone] = -1, -1
+            changed = bool(gone.any())
         occupant = ctx.state.tiles.occupancy.ravel()[static["flat"]]
-        team = ctx.team_of_row[occupant]  # -1: nobody, or an NPC
-        new = (team >= 0) & (team != holder_team)
-        if any_of(new):
-            who = occupant[new].astype(np.int64)
-            holder[new], holder_team[new] = who, team[new]
-            kept["since"][new] = ticks[new] - ctx.ent.tile_ticks[who]
-        held = static["is_member"][static["leaf"], holder]
-        d = chebyshev(ctx.row[m.slots], ctx.col[m.slots], static["rows"], static["cols"])
-        nearest = m.min(np.where(ctx.alive[m.slots], d, BIG), empty=BIG)
-        value = np.where(held, static["held_base"] + static["gain"] * (ticks - kept["since"]),
-                         static["approach"] * (ctx.config.MAP_CENTER // 2 - nearest))
-        return np.where(nearest < BIG, clip01(value), 0.0)
+        if any_of(occupant >= 0):
+            team = ctx.team_of_row[occupant]  # -1: nobody, or an NPC
+            new = (team >= 0) & (team != holder_team)
+            if any_of(new):
+                who = occupant[new].astype(np.int64)
+                holder[new], holder_team[new] = who, team[new]
+                kept["since"][new] = ctx.ticks(leaves)[new] - ctx.ent.tile_ticks[who]
+                changed = True
+        if changed:
+            kept["held"] = static["is_member"][static["leaf"], holder]
+
+    @staticmethod
+    def _nearest(ctx: Context, leaves: Leaves) -> np.ndarray:
+        """The nearest live member's distance to the tile (an integer array while every slot is alive,
+        else float, BIG when none is alive)."""
+        m = leaves.subject
+        d = chebyshev(ctx.row[m.slots], ctx.col[m.slots], leaves.static["rows"], leaves.static["cols"])
+        if not ctx.all_alive:
+            d = np.where(ctx.alive[m.slots], d, BIG)
+        elif not leaves.static["single"]:
+            d = d.astype(np.float64)
+        if leaves.static["single"]:
+            return d
+        return m.min(d, empty=BIG)
 
 
 class SeizeCenter(Predicate):

@@ -38,7 +38,7 @@ import numpy as np
 from nmmo.config import Config
 from nmmo.core.state import State
 from nmmo.tasks.compiler import Compiled, compile_tasks
-from nmmo.tasks.core import Context, Layout, all_of, any_of, clip01
+from nmmo.tasks.core import Context, Layout, all_of, any_of, clip_ufunc
 from nmmo.tasks.embedding import embed
 from nmmo.tasks.spec import TaskSet
 
@@ -103,26 +103,35 @@ class TaskState:
             raise ValueError(f"assignment must be {self.units} task indices in [0, {len(self.tasks)}) (one per "
                              f"{self.assign}), got {assignment!r}")
         if self.assign == "team":
-            assignment = assignment[self._team_of_slot()]
+            assignment = assignment[self.team_of_slot()]
         self.task[:] = assignment
         self._task_view = self.task.view()
         self._task_view.flags.writeable = False
         self._ticks = np.zeros(self.layout.n_worlds, dtype=np.int64)
         ticks = np.zeros(self.layout.n_worlds, dtype=np.int64) if world_ticks is None else world_ticks
         self._team_of_row = np.full(state.entities.capacity + 1, -1, dtype=np.int64)
-        self._team_of_row[: self.n_slots] = self._team_of_slot()
-        ctx = Context(state, self.config, self.layout, ticks, self.row_offset, self._team_of_row)
+        self._team_of_row[: self.n_slots] = self.team_of_slot()
+        self._ctx = ctx = Context(state, self.config, self.layout, ticks, self.row_offset, self._team_of_row)
         self._compiled = c = compile_tasks(self.tasks, self.layout, self.task, ctx)
         n = len(c.spec)
         self._progress = np.zeros(n)
         self._completed = np.zeros(n, dtype=bool)
+        self._frozen = np.zeros(n, dtype=bool)  # completed, and not ongoing: progress stays
         self._timer = np.zeros(n)
+        self._node_progress = np.zeros(c.n_nodes)
         ent = state.entities
         self._slot_id = ent.id[: self.n_slots].copy()
         self._was_alive = ent.alive[: self.n_slots].copy()
         self.seconds += perf_counter() - start
 
-    def _team_of_slot(self) -> np.ndarray:
+    def unit_of_slot(self) -> np.ndarray:
+        """Each slot's unit: the slot itself (assign="agent") or its team across worlds ("team")."""
+        if self.assign == "agent":
+            return np.arange(self.n_slots)
+        return self.team_of_slot()
+
+    def team_of_slot(self) -> np.ndarray:
+        """Each slot's team, numbered across worlds (world w's team t is w * n_teams + t)."""
         world, local = np.divmod(np.arange(self.n_slots), self.config.PLAYER_N)
         return world * self.layout.n_teams + local // self.layout.team_size
 
@@ -135,78 +144,87 @@ class TaskState:
             raise RuntimeError("call TaskState.reset(state, rng) before evaluate()")
         ent, n = state.entities, self.n_slots
         alive, ids = ent.alive[:n], ent.id[:n]
-        newcomer = alive & (ids != self._slot_id)  # a new agent in the slot: its task starts afresh
-        if any_of(newcomer):
-            self._slot_id[newcomer] = ids[newcomer]
-            self._restart(newcomer)
-        else:
-            newcomer = None
-        active_slot = alive | self._was_alive
-        if all_of(active_slot):
-            active = None
-        else:
-            active = np.bincount(c.recipient_inst, weights=active_slot[c.recipient_slot], minlength=len(c.spec)) > 0
-
+        newcomer = self._newcomers(alive, ids)
         if world_ticks is None:
             self._ticks[:] = state.tick
-        ctx = Context(state, self.config, self.layout, self._ticks if world_ticks is None else world_ticks,
-                      self.row_offset, self._team_of_row, newcomer)
-        progress = np.zeros(c.n_nodes)
+        ctx = self._ctx
+        ctx.advance(state, self._ticks if world_ticks is None else world_ticks, newcomer)
+        active = None  # every instance: some slot of each is alive, or was when the tick began
+        if not ctx.all_alive:
+            active_slot = alive | self._was_alive
+            if not all_of(active_slot):
+                active = np.bincount(c.recipient_inst, weights=active_slot[c.recipient_slot], minlength=len(c.spec)) > 0
+        progress = self._node_progress  # every node is written below: terms, batches, combinations
         if c.terms is not None:
-            progress[c.terms.nodes] = c.terms.evaluate(ctx)
+            c.terms.evaluate(ctx, out=progress[c.terms.block])
         for batch in c.batches:
-            values = clip01(batch.predicate.progress(ctx, batch))
+            values = clip_ufunc(batch.predicate.progress(ctx, batch), 0.0, 1.0, out=progress[batch.block])
             negated = batch.static["negated"]
             if negated.size:
                 values[negated] = 1.0 - values[negated]
-            progress[batch.nodes] = values
         for combination in c.combinations:
             combination.apply(progress)
         rewards = self._account(progress[c.root], active)  # every node's progress is already in [0, 1]
 
         self._was_alive[:] = alive
-        slot_rewards = np.bincount(c.recipient_slot, weights=rewards[c.recipient_inst], minlength=n)
+        paid = rewards if c.one_recipient else rewards[c.recipient_inst]
+        slot_rewards = np.bincount(c.recipient_slot, weights=paid, minlength=n)
         step = TaskStep(slot_rewards, self._progress[c.held], self._completed[c.held], self._task_view)
         self.seconds += perf_counter() - start
         return step
+
+    def _newcomers(self, alive: np.ndarray, ids: np.ndarray) -> np.ndarray | None:
+        """Slots with a new agent this tick (None: none), whose tasks start afresh."""
+        changed = ids != self._slot_id  # a dead agent keeps its id until a new one takes the slot
+        if not any_of(changed):
+            return None
+        newcomer = alive & changed
+        if not any_of(newcomer):
+            return None
+        self._slot_id[newcomer] = ids[newcomer]
+        self._restart(newcomer)
+        return newcomer
 
     def _account(self, value: np.ndarray, active: np.ndarray | None) -> np.ndarray:
         """Rewards of every instance from this tick's predicate value; progress, completion and
         hold timers advance for the active ones (None: all)."""
         c = self._compiled
         done, before = self._completed, self._progress
-        satisfied = value >= 1.0
         progress = value
         if c.any_hold:
-            timer = np.where(satisfied, self._timer + 1, 0.0)
+            timer = np.where(value >= 1.0, self._timer + 1, 0.0)
             progress = np.where(c.is_hold, np.minimum(timer * c.inv_hold, 1.0), value)
-        progress = np.where(done & c.not_ongoing, before, progress)  # a completed task stays as it was
+        progress = np.where(self._frozen, before, progress)  # a completed task stays as it was
         completed = done | (progress >= 1.0)
         just = completed ^ done
         rewards = progress - before
-        if c.any_hold:
+        any_just = any_of(just)
+        if c.any_hold and any_just:
             rewards[c.is_hold & just] = 1.0
         if c.any_ongoing:
             rewards = np.where(c.not_ongoing, rewards, value)
         if c.any_completion:
-            rewards = np.where(c.on_completion, np.where(c.not_ongoing, just, satisfied), rewards)
-        rewards *= c.multiplier
-        if active is None:
-            self._progress, self._completed = progress, completed
+            rewards = np.where(c.on_completion, np.where(c.not_ongoing, just, value >= 1.0), rewards)
+        if not c.unit_reward:
+            rewards *= c.multiplier
+        if active is not None:
+            progress, completed = np.where(active, progress, before), np.where(active, completed, done)
             if c.any_hold:
-                self._timer = timer
-            return rewards
-        self._progress = np.where(active, progress, before)
-        self._completed = np.where(active, completed, done)
+                timer = np.where(active, timer, self._timer)
+            rewards = np.where(active, rewards, 0.0)
+        self._progress, self._completed = progress, completed
         if c.any_hold:
-            self._timer = np.where(active, timer, self._timer)
-        return np.where(active, rewards, 0.0)
+            self._timer = timer
+        if any_just:
+            self._frozen = self._completed & c.not_ongoing
+        return rewards
 
     def _restart(self, slots_mask: np.ndarray) -> None:
         c = self._compiled
         instances = (c.inst_slot >= 0) & slots_mask[np.maximum(c.inst_slot, 0)]
         self._progress[instances] = 0.0
         self._completed[instances] = False
+        self._frozen[instances] = False
         self._timer[instances] = 0.0
         for batch, owners in zip(c.batches, c.leaf_inst, strict=True):
             batch.restart(instances[owners])

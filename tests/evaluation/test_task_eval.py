@@ -24,8 +24,8 @@ def completion(result: dict, tag: str) -> float:
 
 
 def test_foragers_forage_and_fighters_fight(outcomes):
-    assert completion(outcomes["foraging", "scripted:Forage"], "foraging") > completion(
-        outcomes["foraging", "random"], "foraging")
+    forage, chance = (completion(outcomes["foraging", p], "foraging") for p in ("scripted:Forage", "random"))
+    assert forage > 0 and forage >= 2 * chance, (forage, chance)
     assert completion(outcomes["combat", "scripted:Combat"], "combat") > completion(
         outcomes["combat", "scripted:Forage"], "combat")
 
@@ -46,5 +46,74 @@ def test_task_outcomes_survive_the_journal():
     from evaluation.faults import Faults
 
     result = EpisodeResult(0, 1, 2, 10, np.zeros((2, 6)), np.zeros(2, np.int64), [Faults()], policies=("random",),
-                           tasks=np.array([[3, 0.5, 0], [1, 1.0, 1]]))
+                           tasks=np.array([[3, 0.5, 0, 0.5], [1, 1.0, 1, 2.0]]))
     assert np.array_equal(_decode(_encode(result), ("random",)).tasks, result.tasks)
+
+
+def test_a_tournament_on_tasks_ranks_foragers_above_random(tmp_path):
+    from evaluation.results import load_results, save_results
+    from evaluation.tournament import run_tournament
+
+    result = run_tournament("tournament", ["scripted:Forage", "random"], episodes=2, ticks=60, workers=0,
+                            progress=False, metric="task_reward", tasks="foraging", secret=1)
+    rank = {row["policy"]: row["rank"] for row in result["leaderboard"]}
+    assert rank["scripted:Forage"] < rank["random"]
+    for episode in result["episodes"]:  # ranked by the mean task reward of each policy's lifetimes
+        scores = episode["scores"]
+        assert scores["scripted:Forage"] > scores["random"]
+        assert scores["random"] == episode["metrics"]["random"]["task_reward"]["mean"]
+    assert set(result["tasks"]) == set(result["policies"])  # a task report per policy
+    save_results(result, tmp_path)
+    assert load_results(tmp_path)["settings"]["metric"] == "task_reward"
+    with pytest.raises(ValueError, match="task_reward.*needs tasks"):
+        run_tournament("tournament", ["random"], episodes=1, ticks=5, workers=0, progress=False, metric="task_reward")
+
+
+def test_every_policy_is_dealt_the_same_tasks():
+    import nmmo
+    from evaluation.episode import deal
+    from evaluation.task_deal import deal_tasks
+    from nmmo import config as cfg
+
+    for team_size, assign in ((1, "agent"), (4, "agent"), (4, "team")):
+        config = cfg.Small().update({"PLAYER_N": 48, "PLAYER_TEAM_SIZE": team_size, "TASK_ASSIGN": assign})
+        env = nmmo.Env(config, tasks="combat")
+        team_policy = deal(7, 48 // team_size, 3)
+        given = deal_tasks(env.tasks, team_policy, 3, seed=7, salt=[5])
+        owner = team_policy if assign == "team" else team_policy[np.arange(48) // team_size]
+        hands = [sorted(given[owner == p].tolist()) for p in range(3)]
+        assert hands[0] == hands[1] == hands[2] and len(set(given.tolist())) > 1
+        assert np.array_equal(given, deal_tasks(env.tasks, team_policy, 3, seed=7, salt=[5]))
+        assert not np.array_equal(given, deal_tasks(env.tasks, team_policy, 3, seed=8, salt=[5]))
+        env.reset(seed=7, options={"tasks": given})
+        assert np.array_equal(env.tasks.task, given if assign == "agent" else given[np.arange(48) // team_size])
+
+
+READS_TASK = """
+    import numpy as np
+
+    class Agent:
+        def __init__(self, config):
+            pass
+
+        def act(self, observations):
+            for ob in observations.values():
+                task = np.asarray(ob["Task"])
+                assert task.shape == (EMBEDDING_SIZE,) and task.any(), task.shape
+            return {}
+"""
+
+
+def test_a_sandboxed_submission_sees_the_task_embedding(tmp_path):
+    from evaluation.tournament import run_tournament
+    from nmmo.tasks import EMBEDDING_SIZE
+    from tests.evaluation.conftest import small_config, write_policy
+
+    (tmp_path / "mine.toml").write_text('[[task]]\nname = "eat"\npredicate = "CountEvent"\n'
+                                        'args = { event = "EAT_FOOD", N = 2 }\n')
+    spec = write_policy(tmp_path, "reader", READS_TASK.replace("EMBEDDING_SIZE", str(EMBEDDING_SIZE)))
+    result = run_tournament(small_config(), [spec, "random"], episodes=1, ticks=5, workers=0, progress=False,
+                            tasks=str(tmp_path / "mine.toml"), secret=1)
+    faults = result["faults"][spec]
+    assert not any(faults[k] for k in ("exception", "timeout", "malformed")), faults["messages"]
+    assert result["tasks"][spec]["tasks"]["eat"]["lifetimes"] > 0

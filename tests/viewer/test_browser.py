@@ -105,10 +105,12 @@ def record_baseline_episode(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def replay_dir(tmp_path_factory):
+    """The replays the browser opens: browser.replay (its agents have tasks from the foraging set) and
+    baseline.replay."""
     directory = tmp_path_factory.mktemp("browser_replays")
     conf = nmmo.config.Default().set("PLAYER_N", 32).set("HORIZON", 60).set("MAP_CENTER", 48)
-    env = nmmo.Env(conf, seed=2, record=True)
+    env = nmmo.Env(conf, seed=2, record=True, tasks="foraging")
     bot = scripted.Forage(conf, 0)
     obs, _ = env.reset()
     gradient = np.add.outer(np.arange(conf.MAP_SIZE), np.arange(conf.MAP_SIZE)).astype(float)
@@ -117,7 +119,12 @@ def server(tmp_path_factory):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
     env.save_replay(directory / "browser.replay", policies=list(POLICIES), team_policy=TEAM_POLICY)
     record_baseline_episode(directory / "baseline.replay")
-    with running(lambda port: create_app(replay_dir=directory, port=port)) as port:
+    return directory
+
+
+@pytest.fixture(scope="module")
+def server(replay_dir):
+    with running(lambda port: create_app(replay_dir=replay_dir, port=port)) as port:
         yield f"http://127.0.0.1:{port}"
 
 
@@ -155,7 +162,7 @@ def wait_for(driver, script: str, timeout: float = 20.0):
     return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: d.execute_script(script))
 
 
-def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
+def test_viewer_renders_overlays_seeks_and_inspects(server, browser, replay_dir):
     browser.get(f"{server}/?replay=browser.replay")
     wait_for(browser, "return window.viewer && window.viewer.packets > 0")
     time.sleep(1.0)  # a few frames drawn
@@ -198,9 +205,27 @@ def test_viewer_renders_overlays_seeks_and_inspects(server, browser):
     inspector = browser.find_element(By.ID, "inspector").text
     mine = TEAM_POLICY[team]
     assert POLICIES[mine] in inspector and POLICIES[1 - mine] not in inspector
+    check_task(browser, replay_dir / "browser.replay", agent, inspector)
     assert browser.find_element(By.ID, "policies").text.split("\n") == list(POLICIES)
     assert browser.execute_script("return document.getElementById('picker-live').hidden")  # no live run here
     check_speed_menu(browser)
+
+
+def check_task(browser, path: Path, agent: int, inspector: str) -> None:
+    """The inspector names the agent's task (from the header's task names) and its progress at this
+    tick, as the replay holds them; the overlay menu offers the tasks done overlay."""
+    from nmmo.io.replay import load_replay
+
+    replay = load_replay(path)
+    frame = replay.frame(12)
+    slot = int(np.flatnonzero(frame["id"] == agent)[0])
+    names = replay.header["tasks"]["names"]
+    assert browser.execute_script("return window.viewer.header.tasks.names") == names
+    task, progress, done = (int(frame[name][slot]) for name in ("task", "task_progress", "task_done"))
+    expected = f"{names[task]} — {int(progress / 10 + 0.5)} %" + (" ✓" if done else "")
+    assert f"task {expected}" in inspector, (expected, inspector)
+    menu = [option.get_attribute("value") for option in Select(browser.find_element(By.ID, "overlay-select")).options]
+    assert "tasks done" in menu, menu
 
 
 def check_terrain_legend(browser):

@@ -233,3 +233,38 @@ def test_a_live_run_of_the_shipped_baseline_paints_its_value_function(tmp_path):
     assert session.overlay(NAME) == overlay_field(NAME, quantized=replay.overlay_at(NAME, 0))
     assert replay.header["overlay_blank"][NAME] == BLANK
     assert not {"value", NAME} & set(LiveSession(conf, "scripted:Forage", seed=3).header()["overlays"])
+
+
+def test_a_live_run_with_tasks_and_its_replay_send_task_names_fields_and_the_tasks_done_overlay(tmp_path):
+    """A live run with tasks names them in its header and sends every agent's task fields; its replay
+    sends the same, and both paint the same tasks done overlay. A run without tasks sends neither
+    (and keeps the packets it always had)."""
+    from client_server.packets import TASK_SENT_FIELDS, overlay_field
+    from client_server.sessions import ReplayViewer, replay_overlay
+
+    conf = nmmo.config.Default().set("PLAYER_N", 24).set("HORIZON", 200)
+    session = LiveSession(conf, "scripted:Forage", seed=2, record=True, tasks="foraging")
+    header = session.header()
+    names = [spec.name for spec in session.env.tasks.tasks]
+    assert header["tasks"] == {"name": "foraging", "names": names}
+    assert header["fields"] == TASK_SENT_FIELDS and "tasks done" in header["overlays"]
+    assert header["overlay_blank"]["tasks done"] == BUILTIN_BLANK["tasks done"]
+    for _ in range(120):
+        text, _ = session.advance()
+    packet = json.loads(session.full_packet())
+    assert set(packet["entities"]) == set(TASK_SENT_FIELDS)
+    assert max(packet["entities"]["task_done"]) == 1 and min(packet["entities"]["task"]) == -1  # NPCs: no task
+    live = session.overlay("tasks done")
+    assert live["max"] > 0
+    session.env.save_replay(tmp_path / "tasks.replay")
+    replay = load_replay(tmp_path / "tasks.replay")
+    viewer = ReplayViewer(websocket=None, replay=replay, name="tasks.replay")
+    viewer._accumulate_completions(replay.ticks)
+    assert overlay_field("tasks done", quantized=replay_overlay(replay, "tasks done", replay.ticks,
+                                                                 None, viewer.completions)) == live
+    with local_client(replay_dir=tmp_path).websocket_connect(ws_url("/ws/replay/tasks.replay")) as ws:
+        replayed = receive_until(ws, "header")
+        assert replayed["tasks"] == header["tasks"] and replayed["fields"] == TASK_SENT_FIELDS
+        assert "tasks done" in replayed["overlays"]
+    plain = LiveSession(nmmo.config.Small().set("PLAYER_N", 4), "scripted:Meander", seed=0).header()
+    assert "tasks" not in plain and plain["fields"] == SENT_FIELDS and "tasks done" not in plain["overlays"]

@@ -91,6 +91,7 @@ class Viewer {
   onHeader(h) {
     const session = this.session;
     this.inspector.policies = session.roster;
+    this.inspector.tasks = Array.isArray(h.tasks?.names) ? h.tasks.names.map(String) : null;
     this.policyList.show(session.roster ? session.roster.names : null);
     this.terrainLegend.show(h);
     this.legend.hide();

@@ -9,7 +9,7 @@
 
 const TELEPORT_TILES = 3; // a jump longer than this (respawn, seek) snaps instead of sliding
 
-const DEFAULTS = { team: -1, attack_style: -1, attack_target: 0 };
+const DEFAULTS = { team: -1, attack_style: -1, attack_target: 0, task: -1 };
 
 export class EntityStore {
   constructor() {

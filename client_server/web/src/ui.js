@@ -106,6 +106,7 @@ const ROWS = [
   ['kind', 'kind'],
   ['team', 'team'],
   ['policy', null],
+  ['task', null],
   ['position', null],
   ['tile', null],
   ['health', null],
@@ -119,7 +120,17 @@ const ROWS = [
   ['defense', 'defense'],
   ['last attack', null],
 ];
-const HANDLED = new Set(['id', 'row', 'col', 'health', 'max_health', 'attack_style', 'attack_target', ...ROWS.map((r) => r[1]).filter(Boolean)]);
+const HANDLED = new Set(['id', 'row', 'col', 'health', 'max_health', 'attack_style', 'attack_target',
+  'task', 'task_progress', 'task_done', ...ROWS.map((r) => r[1]).filter(Boolean)]);
+
+/** An agent's task as the inspector shows it: "eat_5 — 40 %", with " ✓" once done. `names` are the
+ * header's task names (a frame's `task` indexes them), `progress` is per-mille; null: no task. */
+export function taskText(names, task, progress, done) {
+  if (!Array.isArray(names) || !Number.isInteger(task) || task < 0) return null;
+  const name = names[task] === undefined ? `task ${task}` : String(names[task]);
+  const percent = Number.isFinite(progress) ? Math.round(Math.min(1000, Math.max(0, progress)) / 10) : 0;
+  return `${name} — ${percent} %${done > 0 ? ' ✓' : ''}`;
+}
 
 export class Inspector {
   constructor() {
@@ -131,6 +142,7 @@ export class Inspector {
     this.cells = new Map();
     this.id = null;
     this.policies = null; // the header's roster {names, teamPolicy} (null: unknown)
+    this.tasks = null; // the header's task names (null: the run has no tasks)
   }
 
   cell(label) {
@@ -193,6 +205,10 @@ export class Inspector {
         const policy = kind === 0 ? policyOf(team, this.policies) : null;
         if (policy === null) continue;
         text = policy;
+      } else if (label === 'task') {
+        const task = kind === 0 ? taskText(this.tasks, v('task'), v('task_progress'), v('task_done')) : null;
+        if (task === null) continue;
+        text = task;
       }
       else if (label === 'position') text = `row ${formatNumber(v('row'))}, col ${formatNumber(v('col'))}`;
       else if (label === 'tile') text = terrain.materialName(v('row'), v('col'));

@@ -39,7 +39,7 @@ def begin_tick(state: State) -> Before:
     start = perf_counter()
     ent = state.entities
     ent.events.fill(0)
-    ent.tile_ticks += 1
+    np.add(ent.tile_ticks, 1, out=ent.tile_ticks)
     levels = ent.level[: ent.n_players].copy()
     before = Before(levels, int(np.add.reduce(levels.ravel())))
     state.event_seconds += perf_counter() - start
@@ -50,8 +50,10 @@ def forage(state: State, ate: np.ndarray, drank: np.ndarray) -> None:
     """Rows that harvested a forest and rows that drank this tick."""
     start = perf_counter()
     events = state.entities.events
-    events[ate, Event.EAT_FOOD] = 1
-    events[drank, Event.DRINK_WATER] = 1
+    if ate.size:
+        events[ate, ints.Event.EAT_FOOD] = 1
+    if drank.size:
+        events[drank, ints.Event.DRINK_WATER] = 1
     state.event_seconds += perf_counter() - start
 
 
@@ -62,14 +64,15 @@ def combat(state: State, attackers: np.ndarray, styles: np.ndarray, targets: np.
     ent = state.entities
     events, n_players = ent.events, ent.n_players
     landed = attackers[hit]
-    events[landed, ints.Event.SCORE_HIT] = 1
-    events[landed, ints.Event.HIT_MELEE + styles[hit]] = 1
-    events[landed, np.where(targets[hit] < n_players, ints.Event.HIT_PLAYER, ints.Event.HIT_NPC)] = 1
-    events[attackers, Event.DAMAGE_DEALT] = credited
+    if landed.size:
+        events[landed, ints.Event.SCORE_HIT] = 1
+        events[landed, ints.Event.HIT_MELEE + styles[hit]] = 1
+        events[landed, np.where(targets[hit] < n_players, ints.Event.HIT_PLAYER, ints.Event.HIT_NPC)] = 1
+    events[attackers, ints.Event.DAMAGE_DEALT] = credited
     if killed.size:
-        events[killers, Event.PLAYER_KILL] = 1
+        events[killers, ints.Event.PLAYER_KILL] = 1
         events[killers, np.where(killed < n_players, ints.Event.KILL_PLAYER, ints.Event.KILL_NPC)] = 1
-        events[killers, Event.KILL_LEVEL] = ent.combat_level(killed)
+        events[killers, ints.Event.KILL_LEVEL] = ent.combat_level(killed)
     state.event_seconds += perf_counter() - start
 
 
@@ -92,7 +95,7 @@ def explore(state: State, distance: np.ndarray) -> None:
     """Rows whose distance from spawn (0 for the dead) beats their farthest so far."""
     start = perf_counter()
     ent = state.entities
-    np.greater(distance, ent.max_explore, out=ent.events[:, ints.Event.GO_FARTHEST], casting="unsafe")
+    ent.events[:, ints.Event.GO_FARTHEST] = distance > ent.max_explore
     state.event_seconds += perf_counter() - start
 
 

@@ -1,0 +1,68 @@
+"""Who gets which task at reset: samplers.
+
+An env with ``tasks=`` a task set draws every unit's task (an agent slot's, or a team's with
+``TASK_ASSIGN = "team"``) by the specs' weights. ``tasks=`` a sampler instead lets the draw change
+between episodes; a sampler has a ``tasks`` TaskSet and ``sample(rng, units)`` returning one spec
+index per unit. `CurriculumSampler` is the curriculum of nmmo 2.x in its simplest form: the tasks
+that lifetimes complete least often are drawn most often, from completions you report.
+
+To give the tasks yourself, pass them at reset: ``env.reset(options={"tasks": indices})``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from nmmo.tasks.spec import TaskSet, load_task_set
+
+
+class TaskSampler:
+    """Draws each unit's task by the specs' weights (what a plain task set does). Subclass it and
+    override `sample` (and `update`, to learn from outcomes)."""
+
+    def __init__(self, tasks: TaskSet | str | Path) -> None:
+        self.tasks = tasks if isinstance(tasks, TaskSet) else load_task_set(tasks)
+        weights = np.array([spec.weight for spec in self.tasks], dtype=np.float64)
+        if weights.sum() <= 0:
+            raise ValueError(f"{self.tasks.source}: every task has weight 0: nothing to sample")
+        self.weights = weights / weights.sum()
+
+    def probabilities(self) -> np.ndarray:
+        """Each spec's chance of being drawn for one unit."""
+        return self.weights
+
+    def sample(self, rng: np.random.Generator, units: int) -> np.ndarray:
+        """One spec index per unit (`rng` is the episode's task stream: same seed, same draw)."""
+        return rng.choice(len(self.tasks), size=units, p=self.probabilities())
+
+    def update(self, task: np.ndarray, completed: np.ndarray) -> None:
+        """Outcomes of ended lifetimes: the spec index each held and whether it completed it."""
+
+
+class CurriculumSampler(TaskSampler):
+    """Weights each spec by how rarely it is completed: weight x (1 - completion rate) + `floor`
+    (so a mastered task is still drawn now and then). The rate is a running mean over the
+    lifetimes reported to `update` (decay `decay` per report), starting at `prior`."""
+
+    def __init__(self, tasks: TaskSet | str | Path, floor: float = 0.05, decay: float = 0.99,
+                 prior: float = 0.0) -> None:
+        super().__init__(tasks)
+        if not 0.0 < floor <= 1.0 or not 0.0 < decay < 1.0 or not 0.0 <= prior <= 1.0:
+            raise ValueError(f"need 0 < floor <= 1, 0 < decay < 1 and 0 <= prior <= 1; got floor={floor}, "
+                             f"decay={decay}, prior={prior}")
+        self.floor, self.decay = floor, decay
+        self.rate = np.full(len(self.tasks), prior)
+
+    def probabilities(self) -> np.ndarray:
+        weights = self.weights * (1.0 - self.rate) + self.floor * (self.weights > 0)
+        return weights / weights.sum()
+
+    def update(self, task: np.ndarray, completed: np.ndarray) -> None:
+        task, completed = np.asarray(task, dtype=np.int64), np.asarray(completed, dtype=np.float64)
+        if task.shape != completed.shape or (task.size and (task.min() < 0 or task.max() >= len(self.tasks))):
+            raise ValueError(f"update takes spec indices in [0, {len(self.tasks)}) and as many outcomes; "
+                             f"got {task.shape} and {completed.shape}")
+        for index, outcome in zip(task.tolist(), completed.tolist(), strict=True):
+            self.rate[index] = self.decay * self.rate[index] + (1.0 - self.decay) * outcome
