@@ -14,8 +14,12 @@ import dataclasses
 import inspect
 from dataclasses import dataclass, field
 
+from nmmo.config.checks import GAME_NAMES
+
 #: Fields whose flags take only these values.
-CHOICES = {"backend": ("process", "ray"), "device": ("cpu", "cuda"), "league_sampling": ("uniform", "latest", "rating")}
+CHOICES = {"task_curriculum": ("", "edge"), "backend": ("process", "ray"), "device": ("cpu", "cuda"),
+           "league_sampling": ("uniform", "latest", "rating"),
+           "game": GAME_NAMES}
 #: Fields that are not flags (set from Python only).
 NOT_FLAGS = ("extra",)
 
@@ -24,10 +28,22 @@ NOT_FLAGS = ("extra",)
 class Args:
     config: str = "train_small"
     """Config name, preset or TOML path of the training envs."""
+    game: str = ""
+    """Train on a minigame (nmmo.games: race_to_centre, king_of_the_hill, team_battle, protect_the_king,
+    sandwich): its canonical config (as --config NAME) with GAME_ADAPTIVE on, the curriculum (king of
+    the hill's hold starts short and grows as teams win: nmmo.games.HOLD_SCHEDULE). Empty: no game."""
     tasks: str = ""
     """Train on tasks: a task set's name (foraging, exploration, combat, npc_hunting, team, heldout) or
     a .toml / .json file; every agent draws a task at reset and the network reads its embedding
     (docs/tasks.md). Empty: no tasks."""
+    task_curriculum: str = ""
+    """How the envs draw the tasks at reset: "" by the specs' weights, "edge" favouring the tasks
+    completed about half the time (config key TASK_CURRICULUM, `nmmo.tasks.sampling.EdgeSampler`; each
+    env feeds its curriculum its own ended lives). Logged per iteration: task_share/NAME and
+    task_completion/NAME in log.jsonl, and OUT/tasks.png."""
+    task_blind: bool = False
+    """Train on the same tasks and rewards, but give the network no task embedding (task_dim 0): the
+    control of a task-conditioned agent; it plays on any config, ignoring the observation's task."""
     env: str | None = None
     """The env class, as pkg.module:Class or path/to/file.py:Class: an `nmmo.Env` subclass with your
     own `reward` (the custom-reward recipe). None: `nmmo.Env` and its default reward."""
@@ -111,11 +127,19 @@ class Args:
     extra: dict = field(default_factory=dict)
     """Free-form notes stored with the run (not a flag)."""
 
+    def __post_init__(self) -> None:
+        if self.game:  # a game plays its canonical config: --game NAME is --config NAME
+            from nmmo.cli import game_config
+
+            self.config = game_config(None if self.config == DEFAULT_CONFIG else self.config, self.game, self.game)
+
     def given_specs(self) -> frozenset[str]:
         """The policy specs this run was given (league bots, teacher): the only ones that import
         code which a league file may name this run (`nmmo.policy.check_spec_from_file`)."""
         return frozenset([*self.league_bots, *([self.teacher] if self.teacher else [])])
 
+
+DEFAULT_CONFIG = Args.config
 
 #: Recipes (`--preset NAME`): the settings that trained a shipped baseline, so one command repeats it.
 PRESETS: dict[str, dict] = {
@@ -174,4 +198,8 @@ def args_from(namespace: argparse.Namespace, **overrides) -> Args:
     preset = dict(PRESETS[preset_name]["args"]) if preset_name else {}
     if preset_name:
         preset["extra"] = {"preset": preset_name}
+    if values.get("game"):  # --game NAME is --config NAME: a --config flag must agree, a preset's gives way
+        from nmmo.cli import game_config
+
+        values["config"] = game_config(values.get("config"), values["game"], values["game"])
     return Args(**{**preset, **values, **overrides})

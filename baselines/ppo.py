@@ -29,9 +29,11 @@ from baselines import checkpoint
 from baselines.args import Args, add_arguments, args_from
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import Policy, parameter_count, to_tensors
+from baselines.task_log import TaskTally, task_curves
 from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
 from nmmo import console
+from nmmo.envs.tasking import as_task_set
 from nmmo.envs.vector import METRIC_NAMES, VectorEnv
 from nmmo.io.files import atomic_write_bytes, remove_stale_temps
 from nmmo.policy import load_policy_class
@@ -92,6 +94,8 @@ def train(args: Args) -> dict:
     if args.teacher_steps < 0 or args.teacher_coef < 0:
         raise ValueError(f"teacher_steps and teacher_coef must be >= 0, got {args.teacher_steps} and "
                          f"{args.teacher_coef}")
+    if (args.task_curriculum or args.task_blind) and not args.tasks:
+        raise ValueError("--task-curriculum and --task-blind need --tasks SET")
     if args.teacher:  # a bad spec fails now, naming it, not after the envs are built
         try:
             load_policy_class(args.teacher)
@@ -104,13 +108,17 @@ def train(args: Args) -> dict:
     remove_stale_temps(out)  # what a killed run's atomic writes left behind
     league = _league(args, out) if args.league else None  # its file's specs are checked before any env exists
     config = config_module.resolve(args.config)
+    if args.game:  # a minigame (its canonical config, Args.__post_init__) with its curriculum on
+        config.set("GAME_ADAPTIVE", True)
     if args.tasks:  # every agent draws a task; the network reads its embedding
         config.set("TASKS", str(Path(args.tasks).resolve()) if Path(args.tasks).suffix in (".toml", ".json")
                    else args.tasks)
+        config.set("TASK_CURRICULUM", args.task_curriculum)  # every env draws through it (nmmo.envs.tasking)
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
                     ray_address=args.ray_address, env=args.env)
     side = 2 * config.PLAYER_VISION_RADIUS + 1
-    model = Policy(side=side, hidden=args.hidden, task_dim=EMBEDDING_SIZE if config.TASKS else 0).to(args.device)
+    task_dim = EMBEDDING_SIZE if config.has_tasks() and not args.task_blind else 0  # blind: no task input
+    model = Policy(side=side, hidden=args.hidden, task_dim=task_dim).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
     rng = np.random.default_rng(args.seed)  # minibatch shuffles: the same seed gives the same run
     step, iteration = 0, 0
@@ -124,7 +132,7 @@ def train(args: Args) -> dict:
             rng.bit_generator.state = ckpt["rng"]
         reconcile_log(out, iteration, ckpt.get("log_row"))
     else:  # a fresh run: logs and curves of an earlier run in this directory must not mix in
-        for name in ("log.csv", "log.jsonl", "curves.png"):
+        for name in ("log.csv", "log.jsonl", "curves.png", "tasks.png"):
             (out / name).unlink(missing_ok=True)
     run = _wandb(args, config) if args.wandb else None
     learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
@@ -135,6 +143,7 @@ def train(args: Args) -> dict:
     obs = vec.reset()
     state = model.initial_state(rows, args.device)
     prev_ids = np.zeros(rows, dtype=np.int64)
+    tally = TaskTally(as_task_set(config.TASKS)) if args.tasks else None  # the tasks dealt and completed
     prev_done = np.ones(rows, dtype=bool)  # the slot's last step ended its agent's episode (carried over rollouts)
     started = time.perf_counter()
     deadline = started + 60 * args.minutes
@@ -178,6 +187,8 @@ def train(args: Args) -> dict:
                     tick = time.perf_counter()
                     labels[t] = teacher.label(obs, ids, valid[t])
                     timing["teacher"] += time.perf_counter() - tick
+                if tally is not None:
+                    tally.slots(vec.buffers["task_index"], learner)
                 tick = time.perf_counter()
                 played = np.where(alive[:, None], a, np.array([4, -1, -1]))
                 if league is not None:
@@ -199,6 +210,8 @@ def train(args: Args) -> dict:
                         bots.new_episodes(result.truncated)
                 prev_done = dones[t].copy()
                 episodes.append(result.episodes[learner[result.episode_rows]])
+                if tally is not None:
+                    tally.ended(result.episode_tasks[learner[result.episode_rows]])
                 if league is not None:
                     deaths += result.terminated
                 obs = result.obs
@@ -214,6 +227,8 @@ def train(args: Args) -> dict:
             iteration += 1
             finished = np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
             row = _log_row(iteration, step, started, timing, valid, rewards, finished, losses)
+            if tally is not None:
+                row.update(tally.row())
             if league is not None:
                 row["league_sr"] = _league_iteration(league, members, deaths, learner, vec.slots, iteration, model,
                                                      optimizer, args, step, config)
@@ -233,6 +248,7 @@ def train(args: Args) -> dict:
         if run is not None:
             run.finish()
     curves(out)
+    task_curves(out, read_log(out))
     weights = out / "weights.pt"
     if (out / "checkpoint.pt").exists():
         checkpoint.export_weights(load_checkpoint(out / "checkpoint.pt"), weights, preset=args.extra.get("preset"))

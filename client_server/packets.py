@@ -4,7 +4,9 @@ Frames are `nmmo.io.replay.capture` dicts (one array per field, one entry per en
 runs and replays encode the same way. A tick packet lists, column by column, only the entities
 whose fields changed since the previous frame, the ids that disappeared, the tiles that changed,
 and this tick's attacks. Runs with tasks also send the task fields (`sent_fields`) and, in the
-header, the task set's names (``tasks``); runs without send neither, as before.
+header, the task set's names (``tasks``); runs without send neither, as before. Runs of a minigame
+(`nmmo.games`) name it in the header (``game``: its ``name`` and ``title``) and send its state with
+every tick packet (``game``: `game_field`).
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ def b64(array: np.ndarray) -> str:
 
 def header_packet(mode: str, material: np.ndarray, *, center: int, border: int, ticks: int | None, tick: int,
                   overlays: list[str], config: dict, blank: dict[str, str] | None = None,
-                  tasks: dict | None = None) -> dict:
+                  tasks: dict | None = None, game: dict | None = None) -> dict:
     """The first packet of a connection: the map once, sizes, overlay names (and `blank`: what each
     shows on tiles without data, for the legend), config summary, and with tasks, `tasks`: the set's
-    ``name`` and its specs' ``names`` (a frame's ``task`` indexes them; `task_summary`)."""
-    extra = {} if tasks is None else {"tasks": tasks}
+    ``name`` and its specs' ``names`` (a frame's ``task`` indexes them; `task_summary`); with a
+    minigame, `game` (`game_summary`)."""
+    extra = ({} if tasks is None else {"tasks": tasks}) | ({} if game is None else {"game": game})
     return {
         "type": "header", "version": PROTOCOL_VERSION, "mode": mode, "size": int(material.shape[0]),
         "center": center, "border": border, "material": b64(material.astype(np.uint8)),
@@ -60,10 +63,34 @@ def task_summary(tasks: object) -> dict | None:
     return {"name": str(tasks.get("name") or "")[:100], "names": [str(name)[:100] for name in tasks["names"]]}
 
 
+def game_summary(game: object) -> dict | None:
+    """What the header packet says of a run's minigame, from a replay header's ``game`` entry (or the
+    first game state's ``game`` and ``title``): its ``name`` and ``title``; None without a game."""
+    if not isinstance(game, dict):
+        return None
+    name, title = game.get("name", game.get("game")), game.get("title")
+    return {"name": str(name)[:100], "title": str(title or name)[:100]} if name else None
+
+
+def game_field(state: dict | None, frame: dict[str, np.ndarray]) -> dict | None:
+    """The ``game`` entry of a tick packet: the game's state (`nmmo.Env.game_state`), with each
+    king's entity id (``king_ids``, null for a slot out of range or dead) where the game names kings
+    by slot, so the viewer can mark them; None without a game."""
+    if not state:
+        return None
+    kings = state.get("kings")
+    if isinstance(kings, list):
+        ids, alive = frame["id"], frame["alive"]
+        state = {**state, "king_ids": [int(ids[k]) if isinstance(k, int) and 0 <= k < ids.size and alive[k] else None
+                                       for k in kings]}
+    return state
+
+
 def tick_packet(tick: int, frame: dict[str, np.ndarray], previous: dict[str, np.ndarray] | None,
-                tile_changes: np.ndarray | None = None, fields: list[str] = SENT_FIELDS) -> dict:
+                tile_changes: np.ndarray | None = None, fields: list[str] = SENT_FIELDS,
+                game: dict | None = None) -> dict:
     """Entities changed since `previous` (all live ones when it is None: a full packet), their
-    `fields` (`sent_fields`)."""
+    `fields` (`sent_fields`); with a minigame, its state `game` (`game_field`)."""
     alive = frame["alive"].astype(bool)
     if previous is None:
         changed = alive
@@ -83,12 +110,16 @@ def tick_packet(tick: int, frame: dict[str, np.ndarray], previous: dict[str, np.
     target_damage = _damage_of(frame, targets)
     attacks = np.stack([frame["id"][attackers], targets, frame["attack_style"][attackers], target_damage],
                        axis=1).tolist() if attackers.size else []
-    return {
+    packet = {
         "type": "tick", "tick": tick, "full": previous is None, "entities": entities,
         "removed": removed.tolist(),
         "tiles": [] if tile_changes is None else np.asarray(tile_changes).tolist(),
         "attacks": attacks,
     }
+    game = game_field(game, frame)
+    if game is not None:
+        packet["game"] = game
+    return packet
 
 
 def empty_tick(tick: int, fields: list[str] = SENT_FIELDS) -> dict:

@@ -7,7 +7,8 @@
 Built-in overlays come from `nmmo.envs.overlays.builtin_heatmap` for both, so a live run and its replay
 show the same picture. Sessions only read the engine's state; they never change it. A run with tasks
 (a replay whose header has ``tasks``, a live env made with tasks) also sends the task fields and the
-task names, and offers the ``tasks done`` overlay.
+task names, and offers the ``tasks done`` overlay. A run of a minigame sends its state with every
+tick packet (`packets.game_field`) and names it in the header.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def encoded_tick(replay, tick: int, full: bool) -> str:
         frame = replay.frame(tick)
         previous = None if key[1] else replay.frame(tick - 1)
         text = dumps(tick_packet(tick, frame, previous, None if key[1] else replay.tile_changes(tick),
-                                 packets.sent_fields(has_tasks(replay))))
+                                 packets.sent_fields(has_tasks(replay)), game=replay.game_state(tick)))
         cache[key] = text
         if len(cache) > PACKETS_KEPT:
             cache.popitem(last=False)
@@ -130,7 +131,8 @@ class ReplayViewer:
             config={"name": header.get("config_name"), "PLAYER_N": header.get("n_players"),
                     "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed"),
                     "policies": header.get("policies"), "team_policy": header.get("team_policy")},
-            tasks=packets.task_summary(header.get("tasks")))))
+            tasks=packets.task_summary(header.get("tasks")),
+            game=packets.game_summary(header.get("game")) if self.replay.games is not None else None)))
 
     async def send_tick(self, full: bool) -> None:
         text = encoded_tick(self.replay, self.tick, full)
@@ -221,7 +223,7 @@ class LiveSession:
         self.values = self._value_overlay()
         self.frame = self.env.frame()
         self.material = self.env.material.copy()
-        self.tick_json = dumps(tick_packet(0, self.frame, None, fields=self.fields))
+        self.tick_json = dumps(tick_packet(0, self.frame, None, fields=self.fields, game=self.env.game_state()))
         self.playing, self.speed = True, speed
         self.viewers: set[LiveViewer] = set()
         self.lock = threading.Lock()
@@ -268,7 +270,8 @@ class LiveSession:
                                      "NPC_N": config.NPC_N if config.has("NPC") else 0,
                                      "HORIZON": config.HORIZON, "policy": self.policy_spec,
                                      "policies": [self.policy_spec]},
-                             tasks=packets.task_summary(self.env.task_header().get("tasks")))
+                             tasks=packets.task_summary(self.env.task_header().get("tasks")),
+                             game=packets.game_summary(self.env.game_state()))
 
     def advance(self) -> tuple[str, bool]:
         """One tick (runs in a worker thread); returns the encoded packet and whether the world reset."""
@@ -291,7 +294,8 @@ class LiveSession:
             changed = np.flatnonzero(material.ravel() != self.material.ravel())
             tiles = np.stack([changed, material.ravel()[changed]], axis=1)
             self.material = material.copy()
-            packet = tick_packet(env.tick, frame, None if reset else self.frame, None if reset else tiles, self.fields)
+            packet = tick_packet(env.tick, frame, None if reset else self.frame, None if reset else tiles, self.fields,
+                                 game=env.game_state())
             self.frame = frame
             self.tick_json = dumps(packet)
             return self.tick_json, reset
@@ -299,7 +303,7 @@ class LiveSession:
     def full_packet(self) -> str:
         """The current state as a full tick packet."""
         with self.lock:
-            return dumps(tick_packet(self.env.tick, self.frame, None, fields=self.fields))
+            return dumps(tick_packet(self.env.tick, self.frame, None, fields=self.fields, game=self.env.game_state()))
 
     def overlay(self, name: str) -> dict:
         with self.lock:

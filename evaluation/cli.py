@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from evaluation.metrics import RANKING_METRICS
+from evaluation.metrics import GAME_METRICS, RANKING_METRICS
+from evaluation.rating import ANCHOR
 from evaluation.sandbox import Limits
 from evaluation.tables import (
     fault_text,
@@ -23,10 +24,13 @@ from evaluation.tables import (
     wide_console,
 )
 from evaluation.tournament import METRIC, TIE_BREAK, TOURNAMENT_CONFIG
-from nmmo.cli import add_command, add_ray_flags, cli_command, ray_options
+from nmmo.cli import add_command, add_game_flags, add_ray_flags, cli_command, ray_options
 
 if TYPE_CHECKING:
     from evaluation.tournament import Standings
+
+#: What ranks policies in a minigame's tournament unless --metric says otherwise.
+GAME_METRIC = GAME_METRICS[0]
 
 
 def _saved(console: Console, paths: dict[str, Path]) -> None:
@@ -80,7 +84,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     with live if live is not None else _nothing():
         results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
                                  workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
-                                 metric=args.metric,
+                                 metric=args.metric, anchor=args.anchor,
                                  tie_break=None if args.tie_break == "none" else args.tie_break,
                                  progress=not args.quiet and live is None,
                                  record_dir=None if args.record is None else str(args.record),
@@ -98,6 +102,16 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         raise ValueError(f"{', '.join(failed)} never ran in any episode (could not be built: see the faults above); "
                          "the leaderboard does not rank them")
     return 0
+
+
+def _check_tournament(args: argparse.Namespace) -> None:
+    """Fill in what --game decides unless given: the metric (win) and the anchor (the game's bot)."""
+    from scripted.games import GAME_BOTS
+
+    if not hasattr(args, "metric"):
+        args.metric = GAME_METRIC if args.game else METRIC
+    if not hasattr(args, "anchor"):
+        args.anchor = GAME_BOTS[args.game] if args.game else ANCHOR
 
 
 def _tournament_interrupted(args: argparse.Namespace, resume: str) -> str:
@@ -195,8 +209,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
     ev = add_command(subparsers, "eval", "one policy controls every agent on held-out maps: its metric table",
                      parents=[common])
-    ev.add_argument("--config", default="small_maps",
-                    help="config name, preset or TOML path (small_maps: the paper's Table 1 setting)")
+    add_game_flags(ev, "small_maps", "config name, preset or TOML path (small_maps: the paper's Table 1 setting)")
     ev.add_argument("--policy", required=True, help=f"the policy: {spec_forms()}")
     ev.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
     ev.add_argument("--episodes", type=int, default=4, help="episodes, episode i on held-out map i")
@@ -208,17 +221,21 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     ev.set_defaults(func=_cmd_eval, interrupted=_eval_interrupted)
 
     tour = add_command(subparsers, "tournament", "policies share one world; TrueSkill SR leaderboard (anchor: "
-                       "scripted:Combat)", parents=[common])
-    tour.add_argument("--config", default=TOURNAMENT_CONFIG,
-                      help="config name, preset or TOML path (tournament: the canonical format, 100 agents in "
-                           "equal shares, no respawn, 1024 ticks)")
+                       f"{ANCHOR}, or the game's bot with --game)", parents=[common])
+    add_game_flags(tour, TOURNAMENT_CONFIG, "config name, preset or TOML path (tournament: the canonical format, "
+                   "100 agents in equal shares, no respawn, 1024 ticks)",
+                   "; the metric defaults to win and the anchor to the game's scripted bot (scripted:Racer, Hill, "
+                   "Battler, Guard, Survivor: scripted.games.GAME_BOTS)")
     tour.add_argument("--policies", nargs="+", required=True,
-                      help=f"policy specs ({spec_forms()}); scripted:Combat is added when missing")
+                      help=f"policy specs ({spec_forms()}); the anchor is added when missing")
+    tour.add_argument("--anchor", default=argparse.SUPPRESS, metavar="SPEC",
+                      help=f"the policy whose SR is pinned at 1500 (default: {ANCHOR}; with --game: the game's bot)")
     tour.add_argument("--episodes", type=int, default=16, help="episodes, episode i on held-out map i")
     tour.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
-    tour.add_argument("--metric", choices=RANKING_METRICS, default=METRIC,
+    tour.add_argument("--metric", choices=RANKING_METRICS, default=argparse.SUPPRESS,
                       help="what ranks policies in an episode: the mean over their agents (task_reward, "
-                           "task_completion: with --tasks)")
+                           f"task_completion: with --tasks; win: in a minigame) (default: {METRIC}; with --game: "
+                           f"{GAME_METRIC})")
     tour.add_argument("--tie-break", choices=(*RANKING_METRICS, "none"), default=TIE_BREAK,
                       help="what orders equal metrics; none: equal metrics are draws")
     tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
@@ -232,7 +249,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                            "every policy's agents hold the same tasks")
     tour.add_argument("--record", type=Path, default=None, metavar="DIR",
                       help="also save every episode as a replay in DIR (watch with nmmo serve --replay-dir DIR)")
-    tour.set_defaults(func=_cmd_tournament, interrupted=_tournament_interrupted)
+    tour.set_defaults(func=_cmd_tournament, interrupted=_tournament_interrupted, check=_check_tournament)
 
     experiment = command_group(subparsers, "experiment", "the paper's experiments as commands")
     table1 = add_command(experiment, "table1", "the paper's Table 1 with its sensitivity to population cap and "

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import nmmo
-from evaluation.metrics import METRICS, TASK_METRICS, aggregate_by_policy, lifetime_matrix, policy_means
+from evaluation.metrics import GAME_METRICS, METRICS, TASK_METRICS, aggregate_by_policy, lifetime_matrix, policy_means
 from evaluation.sandbox import Limits, end_of_episode
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from evaluation.task_deal import deal_tasks
@@ -44,12 +44,14 @@ BACKENDS = ("process", "ray")
 
 # ------------------------------------------------------------------ setup
 def with_horizon(config: Config, ticks: int) -> Config:
-    """A copy of `config` whose episodes last exactly `ticks` ticks (the caller's config is untouched)."""
+    """A copy of `config` whose episodes last exactly `ticks` ticks (the caller's config is untouched),
+    at a minigame's fixed difficulty: evaluation episodes do not depend on their order, so the
+    curriculum of training (GAME_ADAPTIVE) is off."""
     if not isinstance(ticks, int) or ticks < 1:
         raise ValueError(f"ticks must be a positive int, got {ticks!r}")
     copy = config_module.from_toml(config.to_toml(), config.name)
     copy.description = config.description
-    return copy.set("HORIZON", ticks)
+    return copy.set("HORIZON", ticks).set("GAME_ADAPTIVE", False)
 
 
 def episode_seeds(seed: int, episodes: int) -> list[int]:
@@ -115,17 +117,22 @@ class EpisodeResult:
     policies: tuple[str, ...] = field(default=())
     teams: np.ndarray | None = None  # team of each lifetime (slot // PLAYER_TEAM_SIZE)
     tasks: np.ndarray | None = None  # with tasks on: (task index, progress, completed, reward) of each lifetime
+    won: np.ndarray | None = None  # in a minigame: 1.0 where the lifetime's team won the episode, else 0.0
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The metrics of its lifetimes: `METRICS`, and `TASK_METRICS` with tasks on."""
-        return METRICS if self.tasks is None else (*METRICS, *TASK_METRICS)
+        """The metrics of its lifetimes: `METRICS`, `TASK_METRICS` with tasks on, `GAME_METRICS` in a game."""
+        return (*METRICS, *(TASK_METRICS if self.tasks is not None else ()), *(GAME_METRICS if self.won is not None
+                                                                               else ()))
 
     def table(self) -> np.ndarray:
         """One row per lifetime, one column per metric of `names`."""
-        if self.tasks is None:
-            return self.lifetimes
-        return np.concatenate([self.lifetimes, self.tasks[:, [3, 2]]], axis=1)
+        columns = [self.lifetimes]
+        if self.tasks is not None:
+            columns.append(self.tasks[:, [3, 2]])
+        if self.won is not None:
+            columns.append(self.won.reshape(-1, 1))
+        return np.concatenate(columns, axis=1) if len(columns) > 1 else self.lifetimes
 
     def scores(self, metric: str = "achievement") -> list[float | None]:
         """Per policy, the mean of `metric` over its agents' lifetimes (the episode's ranking score);
@@ -230,9 +237,10 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
     keep = owners_all >= 0
     matrix = lifetime_matrix(list(reported.values()))[keep] if reported else np.zeros((0, len(METRICS)))
     tasks = np.array([task_rows[a] for a in agents[keep].tolist()]).reshape(-1, 4) if env.tasks is not None else None
+    won = np.isin(team_of[agents][keep], env.game_winners()).astype(np.float64) if env.game is not None else None
     return EpisodeResult(task.index, task.seed, task.map_seed, env.tick, matrix, owners_all[keep],
                          [h.faults for h in handles], engine_errors, time.perf_counter() - start, task.policies,
-                         team_of[agents][keep], tasks)
+                         team_of[agents][keep], tasks, won)
 
 
 def episode_worker(parent: int) -> None:

@@ -32,7 +32,8 @@ def _encode(result: EpisodeResult) -> dict[str, Any]:
             "lifetimes": result.lifetimes.tolist(), "owners": result.owners.tolist(),
             "faults": [f.to_dict() for f in result.faults], "engine_errors": result.engine_errors,
             "seconds": result.seconds, "teams": None if result.teams is None else result.teams.tolist(),
-            "tasks": None if result.tasks is None else result.tasks.tolist()}
+            "tasks": None if result.tasks is None else result.tasks.tolist(),
+            "won": None if result.won is None else result.won.tolist()}
 
 
 def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
@@ -44,9 +45,12 @@ def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
     tasks = None if entry.get("tasks") is None else np.asarray(entry["tasks"], dtype=np.float64).reshape(-1, 4)
     if tasks is not None and len(tasks) != len(lifetimes):
         raise ValueError("lifetimes and task outcomes disagree in length")
+    won = None if entry.get("won") is None else np.asarray(entry["won"], dtype=np.float64).reshape(-1)
+    if won is not None and len(won) != len(lifetimes):
+        raise ValueError("lifetimes and game outcomes disagree in length")
     return EpisodeResult(int(entry["index"]), int(entry["seed"]), int(entry["map_seed"]), int(entry["ticks"]),
                          lifetimes, owners, [Faults.from_dict(f) for f in entry["faults"]],
-                         int(entry["engine_errors"]), float(entry["seconds"]), policies, teams, tasks)
+                         int(entry["engine_errors"]), float(entry["seconds"]), policies, teams, tasks, won)
 
 
 class Journal:

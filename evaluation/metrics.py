@@ -18,8 +18,10 @@ from nmmo.core.metrics import LABELS, METRICS  # noqa: F401 - re-exported: evalu
 #: With tasks on, each lifetime also has these (`EpisodeResult.tasks`): its task reward (the task's
 #: own, before TASK_REWARD) and whether it completed its task. They rank tournaments like the others.
 TASK_METRICS: tuple[str, ...] = ("task_reward", "task_completion")
-RANKING_METRICS: tuple[str, ...] = (*METRICS, *TASK_METRICS)
-TASK_LABELS = {"task_reward": "Task Reward", "task_completion": "Task Done"}
+#: In a minigame (config GAME), each lifetime also has whether its team won the episode.
+GAME_METRICS: tuple[str, ...] = ("win",)
+RANKING_METRICS: tuple[str, ...] = (*METRICS, *TASK_METRICS, *GAME_METRICS)
+TASK_LABELS = {"task_reward": "Task Reward", "task_completion": "Task Done", "win": "Win"}
 
 #: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 30's).
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,

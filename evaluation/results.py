@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.faults import FAULT_KINDS, MAX_MESSAGES, Faults
-from evaluation.metrics import METRICS, RANKING_METRICS, TASK_METRICS, TEAM_METRICS
+from evaluation.metrics import GAME_METRICS, METRICS, RANKING_METRICS, TASK_METRICS, TEAM_METRICS
 from evaluation.rating import Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.tournament import FORMAT, FORMAT_VERSION, leaderboard
 from nmmo.config import Config
@@ -88,7 +88,7 @@ def _fault_columns(record: Mapping[str, Any]) -> dict[str, int]:
 def _names(results: dict[str, Any]) -> list[str]:
     """The metrics of a result: `METRICS`, and `TASK_METRICS` when it ran with tasks."""
     first = next(iter(results["metrics"].values()))
-    return [*METRICS, *(name for name in TASK_METRICS if name in first)]
+    return [*METRICS, *(name for name in (*TASK_METRICS, *GAME_METRICS) if name in first)]
 
 
 def _tournament_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -284,7 +284,8 @@ def _check_metric_table(where: str, table: Any, policies: list[str], ticks: int,
     for policy in policies:
         row = table[policy]
         _require(isinstance(row, dict), f"{_at(where, policy)} must be an object")
-        extra = tuple(name for name in TASK_METRICS if name in table[policies[0]]) if names == METRICS else ()
+        optional = (*TASK_METRICS, *GAME_METRICS)
+        extra = tuple(name for name in optional if name in table[policies[0]]) if names == METRICS else ()
         for name in (*names, *extra):
             problem = _cell_problem(row.get(name), ticks if name in _LIFETIME_METRICS else None, name == "task_reward")
             if problem is not None:

@@ -58,7 +58,7 @@ def label_legend(specs: list[str]) -> str | None:
 def metric_names(results: dict[str, Any]) -> list[str]:
     """The metrics a result holds: `METRICS`, and the task metrics with tasks on."""
     first = next(iter(results["metrics"].values()), {})
-    return [*METRICS, *(name for name in TASK_LABELS if name in first)]
+    return [*METRICS, *(name for name in TASK_LABELS if name in first)]  # task and game metrics, when there
 
 
 def label(name: str) -> str:

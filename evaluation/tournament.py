@@ -161,8 +161,12 @@ def with_tasks(config: Config, tasks: str | None, metrics: Sequence[str | None] 
     if tasks is not None:
         config.set("TASKS", str(Path(tasks).resolve()) if Path(tasks).suffix in (".toml", ".json") else str(tasks))
     needs = [m for m in metrics if m in TASK_METRICS]
-    if needs and not config.TASKS:
+    if needs and not config.has_tasks():
         raise ValueError(f"the metric {needs[0]!r} needs tasks: pass tasks (--tasks SET) or a config with TASKS")
+    if config.GAME:
+        from nmmo.games import GAMES
+
+        return GAMES[config.GAME](config).task_set()
     return load_task_set(config.TASKS) if config.TASKS else None
 
 

@@ -2,9 +2,13 @@
 
 Each is a policy: ``Bot(config)`` with ``act(observations) -> actions`` for all the agents it
 controls, vectorized over them. Spec strings: ``scripted:Meander``, ``scripted:Forage``,
-``scripted:Combat``, ``scripted:ForageNoExplore``, ``scripted:CombatNoExplore``.
+``scripted:Combat``, ``scripted:ForageNoExplore``, ``scripted:CombatNoExplore``; the minigames' team
+bots (`scripted.games`, `GAME_BOTS`): ``scripted:Racer``, ``scripted:Hill``, ``scripted:Battler``,
+``scripted:Guard``, ``scripted:Survivor``.
 """
 
 from scripted.bots import Combat, CombatNoExplore, Forage, ForageNoExplore, Meander, Scripted
+from scripted.games import GAME_BOTS, Battler, Guard, Hill, Racer, Survivor
 
-__all__ = ["Combat", "CombatNoExplore", "Forage", "ForageNoExplore", "Meander", "Scripted"]
+__all__ = ["GAME_BOTS", "Battler", "Combat", "CombatNoExplore", "Forage", "ForageNoExplore", "Guard", "Hill", "Meander",
+           "Racer", "Scripted", "Survivor"]

@@ -203,7 +203,7 @@ def test_stepping_past_the_horizon_is_an_error():
     for _ in range(3):
         env.step({})
     assert env.agents == []
-    with pytest.raises(RuntimeError, match=r"episode is over \(tick 3 reached HORIZON = 3\); call reset"):
+    with pytest.raises(RuntimeError, match=r"episode is over \(tick 3, HORIZON = 3\); call reset"):
         env.step({})
     with pytest.raises(RuntimeError, match="call reset"):
         env.step_arrays(np.full((env.n_slots, 3), -1))

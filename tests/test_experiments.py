@@ -187,3 +187,35 @@ def test_gradient_steps_follow_live_agent_steps_and_the_note_flags_unequal_rates
     unequal = [{"cap": 4, "steps": [1000], "updates": [8]}, {"cap": 256, "steps": [1000], "updates": [40]}]
     (note,) = iterations_note(unequal, "cap")
     assert "cap 4: 8.00" in note and "cap 256: 40.00" in note
+
+
+def test_tasks_experiment_compares_conditioned_and_blind_agents_on_heldout_tasks(tmp_path, capsys):
+    from baselines.experiments import tasks
+    from baselines.policy import CheckpointPolicy
+
+    out = tmp_path / "tasks"
+    assert main(["experiment", "tasks", "--config", write(tmp_path, ALL_SYSTEMS), "--seeds", "0", "--rows", "16",
+                 "--eval-episodes", "1", "--out", str(out), *TINY]) == 0
+    assert "Task generalization" in capsys.readouterr().out
+    saved = json.loads((out / "tasks.json").read_text())
+    assert saved["command"].startswith("nmmo experiment tasks ") and "--curriculum edge" in saved["command"]
+    assert saved["reward"].startswith("tasks: ") and "no -1 at death" in saved["reward"]
+    assert set(saved["runs"]) == {"conditioned-seed0", "blind-seed0"}
+    for key, entry in saved["runs"].items():
+        blind = key.startswith("blind")
+        assert "--tasks train --task-curriculum edge" in entry["train_command"]
+        assert ("--task-blind" in entry["train_command"]) == blind
+        policy = CheckpointPolicy(tasks.config_module.resolve(write(tmp_path, ALL_SYSTEMS)), path=entry["checkpoint"])
+        assert ("task_dim" in policy.model.kwargs) != blind  # the blind network has no task input
+        evaluation = entry["eval"]
+        assert evaluation["tasks"] == "heldout" and sum(evaluation["lives"]) >= 8
+        assert set(evaluation["report"]["tags"]) >= {"heldout", "foraging", "combat"}
+        assert 0 <= evaluation["completion"][0] <= 1 and evaluation["train_curve"]
+    rows = saved["summary"]["rows"]
+    assert [r["arm"] for r in rows] == ["conditioned", "blind"] and rows[0]["completion"]["n"] == 1
+    assert saved["summary"]["verdict"][-1].startswith(("Not shown", "Shown"))
+    assert min(png_size(out / "tasks.png")) > 100
+    seen = []  # a resume trains nothing
+    budget = Budget(100, rows=16, eval_episodes=1, eval_ticks=8, progress=False)
+    again = tasks.run_tasks(write(tmp_path, ALL_SYSTEMS), (0,), budget, out, resume=True, on_run=seen.append)
+    assert seen == [] and again["summary"]["rows"] == rows

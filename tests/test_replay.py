@@ -248,3 +248,77 @@ def test_an_older_replay_without_task_fields_loads_with_no_task(tmp_path):
         load_replay(write("v3.replay", {**meta, "version": 3}))
     with pytest.raises(ReplayError, match="'tasks' does not list task names"):
         load_replay(write("bad.replay", {**meta, "version": 2, "tasks": {"names": [1, 2]}}))
+
+
+def recorded_game_run(tmp_path, name="king_of_the_hill", ticks=40):
+    env = nmmo.Env(name, seed=1, record=True)
+    bot = scripted.Combat(env.config, 0)
+    obs, _ = env.reset()
+    states = [env.game_state()]
+    for _ in range(ticks):
+        obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
+        states.append(env.game_state())
+        if env.done:
+            break
+    return env, env.save_replay(tmp_path / f"{name}.replay"), states
+
+
+def test_a_game_replay_carries_the_game_state_of_every_tick(tmp_path):
+    """A minigame's replay names the game in its header and holds `env.game_state()` of every tick;
+    a run without a game holds none (and `game_state` says {})."""
+    env, path, states = recorded_game_run(tmp_path)
+    replay = load_replay(path)
+    assert replay.header["game"] == {"name": "king_of_the_hill", "title": "King of the hill"}
+    assert replay.ticks == len(states) - 1 and [replay.game_state(t) for t in range(len(states))] == states
+    assert states[-1]["tick"] == replay.ticks and states[0]["hold"] == env.config.GAME_HOLD
+    assert replay.nbytes > replay.games_nbytes > 0
+    with pytest.raises(IndexError):
+        replay.game_state(replay.ticks + 1)
+    plain = load_replay(recorded_run(tmp_path, ticks=3)[0])
+    assert plain.games is None and plain.game_state(3) == {} and "game" not in plain.header
+
+
+@pytest.mark.parametrize("games, reason", [
+    (np.zeros(3, dtype=np.int32), "game states are not bytes"),
+    (b"\xff[", "game states are not JSON"),
+    (b"[" * 10_000, "game states are not JSON"),  # RecursionError
+    (b'{"game": 1}', "not a list of"),
+    (b"[{}]", "not a list of"),
+    ("many", "over the"),
+    ("nested", "not an object of numbers"),
+    ("nan", "not an object of numbers"),
+    ("long", "not an object of numbers"),
+])
+def test_a_hostile_game_member_is_refused_clearly(tmp_path, games, reason):
+    _, path, states = recorded_game_run(tmp_path, ticks=5)
+    frames = len(states)
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    special = {"many": [{"pad": "x" * 100}] * 40 * frames, "nested": [{"centre": [[1, 2]]}] * frames,
+               "nan": [{"held": float("nan")}] * frames, "long": [{"title": "x" * 101}] * frames}
+    if isinstance(games, str):
+        games = json.dumps(special[games]).encode()
+    arrays["games"] = np.frombuffer(games, dtype=np.uint8) if isinstance(games, bytes) else games
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    (tmp_path / "bad.replay").write_bytes(buffer.getvalue())
+    with pytest.raises(ReplayError, match=reason):
+        load_replay(tmp_path / "bad.replay")
+
+
+def test_a_hostile_game_header_is_refused_and_a_file_without_game_states_loads(tmp_path):
+    _, path, _ = recorded_game_run(tmp_path, ticks=3)
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files if key != "games"}
+    meta = json.loads(arrays["header"].tobytes())
+
+    def write(header):
+        arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        (tmp_path / "edited.replay").write_bytes(buffer.getvalue())
+        return tmp_path / "edited.replay"
+
+    assert load_replay(write(meta)).games is None  # older files: no game states
+    with pytest.raises(ReplayError, match="'game' is not a game's name and title"):
+        load_replay(write({**meta, "game": {"name": ["king"], "title": "x"}}))

@@ -1,4 +1,4 @@
-"""The paper's three learning experiments as commands (`nmmo experiment population|maps|progression`).
+"""The paper's three learning experiments, and task generalization, as commands (`nmmo experiment NAME`).
 
 Each trains the PPO baseline (`baselines.ppo.train`, the shipped recipe of ``--preset small`` and
 its survival reward) under every condition with the same budget of agent-steps, evaluates the
@@ -12,6 +12,8 @@ checkpoints the way the paper did, and writes a results JSON, rich tables and PN
   that was.
 - `progression` (Fig. 4): small maps with every system on; the metric curves over training and the
   order in which the skills rise.
+- `tasks` (not in the paper): a task-conditioned agent against a task-blind one, trained on the
+  same tasks; their completion of held-out tasks, with intervals over seeds.
 
 What they share, one module each: `run` (a run, its budget, training it, and the loop over every
 run with ``--resume``), `evaluate` (the self-contained evaluation of a checkpoint), `stats`
@@ -23,4 +25,4 @@ run with ``--resume``), `evaluate` (the self-contained evaluation of a checkpoin
 from __future__ import annotations
 
 #: The experiments, in the order the docs present them.
-EXPERIMENTS = ("population", "maps", "progression")
+EXPERIMENTS = ("population", "maps", "progression", "tasks")

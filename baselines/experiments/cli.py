@@ -1,4 +1,4 @@
-"""`nmmo experiment population|maps|progression`, beside `nmmo experiment table1` in the same group.
+"""`nmmo experiment population|maps|progression|tasks`, beside `nmmo experiment table1` in the same group.
 
 Registered from `baselines.cli.add_commands` (the ``nmmo.commands`` entry point of the baselines
 package); torch is imported only when one of them runs.
@@ -12,12 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments import maps, population, progression
+from baselines.experiments import maps, population, progression, tasks
 from baselines.experiments.run import Budget, reward_recipe
 from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
 
 #: Flags of every experiment that go into the command line recorded in the results file.
-RECORDED = ("config", "caps", "test_cap", "maps", "seeds", "steps", "minutes", "rows", "minibatch_agent_steps",
+RECORDED = ("config", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "seeds", "steps", "minutes",
+            "rows", "minibatch_agent_steps",
             "eval_episodes", "eval_ticks",
             "eval_seed", "out")
 
@@ -83,6 +84,12 @@ def _cmd_progression(args: argparse.Namespace) -> int:
     return _report(results, progression.table, args.out, "progression", args.quiet)
 
 
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    results = tasks.run_tasks(args.config, _seeds(args), budget_from(args), args.out, args.resume, command_line(args),
+                              train_tasks=args.train_tasks, heldout=args.heldout, curriculum=args.curriculum)
+    return _report(results, tasks.table, args.out, "tasks", args.quiet)
+
+
 def _common(parser: argparse.ArgumentParser, name: str, config: str, steps: int, seeds: tuple[int, ...],
             eval_episodes: int) -> None:
     """The flags every experiment has, with its own defaults."""
@@ -120,7 +127,7 @@ def _interrupted(args: argparse.Namespace, resume: str) -> str:
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    """`nmmo experiment population`, `maps` and `progression`."""
+    """`nmmo experiment population`, `maps`, `progression` and `tasks`."""
     group = command_group(subparsers, "experiment", "the paper's experiments as commands")
     recipe = f"Reward: {reward_recipe()}."
     pop = add_command(group, "population", "the paper's population experiment (Fig. 5, Table 4): train with "
@@ -141,3 +148,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        f"maps and follow the metric curves over training. {recipe}")
     _common(prog, "progression", progression.CONFIG, progression.DEFAULT_STEPS, progression.SEEDS, 0)
     prog.set_defaults(func=_cmd_progression, interrupted=_interrupted)
+    gen = add_command(group, "tasks", "task generalization: train a task-conditioned agent and a task-blind one "
+                      "(no task embedding) on the same training tasks, reward, curriculum and agent-steps; compare "
+                      "their completion of held-out tasks over several seeds")
+    _common(gen, "tasks", tasks.CONFIG, tasks.DEFAULT_STEPS, tasks.SEEDS, tasks.EVAL_EPISODES)
+    gen.add_argument("--train-tasks", default=tasks.TRAIN_TASKS, help="the training task set (name or file)")
+    gen.add_argument("--heldout", default=tasks.HELDOUT_TASKS, help="the held-out task set evaluated (name or file)")
+    gen.add_argument("--curriculum", default=tasks.CURRICULUM, choices=("", "edge"), help="how training draws the "
+                     "tasks (TASK_CURRICULUM; '' by the specs' weights); the same for both arms")
+    gen.set_defaults(func=_cmd_tasks, interrupted=_interrupted)

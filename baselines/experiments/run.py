@@ -131,9 +131,11 @@ def condition_config(base: str, canonical: str, **keys: Any) -> Config:
 
 
 # ------------------------------------------------------------------ training
-def train_run(run: Run, budget: Budget, root: Path, resume: bool, experiment: str) -> dict[str, Any]:
+def train_run(run: Run, budget: Budget, root: Path, resume: bool, experiment: str,
+              trainer: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train one run in ``ROOT/runs/KEY`` (continuing its checkpoint when `resume`); returns the
-    steps, iterations, the command that repeats it, the maps it saw and its compact history."""
+    steps, iterations, the command that repeats it, the maps it saw and its compact history.
+    `trainer`: `Args` fields this run sets on top of the recipe (the tasks experiment's tasks)."""
     from baselines.ppo import read_log, train
 
     directory = root / "runs" / run.key
@@ -148,7 +150,8 @@ def train_run(run: Run, budget: Budget, root: Path, resume: bool, experiment: st
                    "minibatch_agent_steps": budget.minibatch_agent_steps,
                    "threads": budget.threads, "workers": budget.workers, "backend": budget.backend,
                    "ray_address": budget.ray_address, "out": str(directory), "resume": carry_on,
-                   "progress": budget.progress, "extra": {"experiment": experiment, "run": run.key}})
+                   "progress": budget.progress, "extra": {"experiment": experiment, "run": run.key},
+                   **(trainer or {})})
     started = time.perf_counter()
     summary = train(args)
     seen = maps_seen(maps)
@@ -202,14 +205,18 @@ def compact_history(rows: list[dict]) -> list[dict]:
 # ------------------------------------------------------------------ every run
 def run_all(experiment: str, runs: list[Run], budget: Budget, out: Path, settings: dict[str, Any],
             evaluate: Callable[[Run, dict], dict], resume: bool = False, command: str | None = None,
-            on_run: Callable[[str], None] | None = None) -> dict[str, Any]:
+            on_run: Callable[[str], None] | None = None,
+            trainer: Callable[[Run], dict[str, Any]] | None = None, reward: str | None = None) -> dict[str, Any]:
     """Train and evaluate every run not finished yet, saving the results file after each one;
-    returns the results (``runs``: key -> entry), ready for the experiment's summary."""
+    returns the results (``runs``: key -> entry), ready for the experiment's summary. `trainer`
+    gives each run's own trainer settings (`train_run`); `reward` describes the training reward when it
+    is not `reward_recipe`'s."""
     path = out / f"{experiment}.json"
     settings = {**settings, **budget.settings()}
     done = previous_runs(path, settings) if resume else {}
     results = {"format": FORMAT, "version": FORMAT_VERSION, "experiment": experiment, "settings": settings,
-               "seeds": sorted({run.seed for run in runs}), "reward": reward_recipe(), "trainer": recipe_args(),
+               "seeds": sorted({run.seed for run in runs}), "reward": reward or reward_recipe(),
+               "trainer": recipe_args(),
                "command": command, "versions": versions(), "runs": done}
     with console.progress(total=len(runs), initial=sum(r.key in done for r in runs), desc=experiment, unit="run",
                           enabled=budget.progress) as bar:
@@ -217,8 +224,9 @@ def run_all(experiment: str, runs: list[Run], budget: Budget, out: Path, setting
             if run.key in done:
                 continue
             bar.set_postfix_str(run.key)
+            trained = train_run(run, budget, out, resume, experiment, trainer(run) if trainer else None)
             entry = {"condition": run.condition, "value": run.value, "seed": run.seed, "config": run.config.name,
-                     "config_toml": run.config.to_toml(), **train_run(run, budget, out, resume, experiment)}
+                     "config_toml": run.config.to_toml(), **trained}
             entry["eval"] = evaluate(run, entry)
             done[run.key] = entry
             save_results(path, results)

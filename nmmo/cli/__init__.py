@@ -9,7 +9,8 @@ add commands the same way: an entry point naming ``add_commands(subparsers)``. A
 gives it the shared help format (every flag's help shows its default).
 
 Shared helpers for every command: `console`, `error_line`, `cli_command`,
-`check_port`, `add_ray_flags` / `ray_options` (progress displays: `nmmo.console`).
+`check_port`, `add_ray_flags` / `ray_options`, `add_game_flags` / `game_config` (``--game NAME``: a
+minigame's canonical config) (progress displays: `nmmo.console`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rich.text import Text
 
 from nmmo import config as config_module
 from nmmo.config import ConfigError
+from nmmo.config.checks import GAME_NAMES
 
 # paths and commands stay on one line, for copy and paste; no markup: user text (paths, names, error
 # messages) is printed as typed, brackets included
@@ -101,6 +103,36 @@ def ray_options(args: argparse.Namespace) -> dict:
     """The backend keyword arguments the Ray flags ask for."""
     use_ray = args.ray or args.ray_address is not None
     return {"backend": "ray" if use_ray else "process", "ray_address": args.ray_address}
+
+
+def add_game_flags(parser: argparse.ArgumentParser, default_config: str, config_help: str, game_help: str = "") -> None:
+    """`--config` (absent from the namespace unless given) and `--game NAME`, a minigame: its canonical
+    config (`game_help` says what else it sets); a command reads the config through `game_config`."""
+    parser.add_argument("--config", default=argparse.SUPPRESS,
+                        help=f"{config_help} (default: {default_config}; with --game NAME: NAME)")
+    parser.add_argument("--game", choices=GAME_NAMES, default=None, metavar="NAME",
+                        help=f"play a minigame ({', '.join(GAME_NAMES)}): its canonical config, as --config NAME"
+                             + game_help)
+    parser.set_defaults(default_config=default_config)
+
+
+def game_config(config: str | None, game: str | None, default: str) -> str:
+    """The config a command runs: ``--game``'s (the game's canonical config), else ``--config``, else
+    `default`. A game that is not one, or a ``--config`` naming another config than ``--game``, is a
+    ValueError that says so (listing the games)."""
+    if not game:
+        return default if config is None else config
+    if game not in GAME_NAMES:
+        raise ValueError(f"--game {game!r} is not a minigame; choose one of {', '.join(GAME_NAMES)}")
+    if config is not None and config != game:
+        raise ValueError(f"--game {game} plays the canonical config {game!r}, but --config {config!r} was given "
+                         f"too: give one of them (--game NAME means --config NAME)")
+    return game
+
+
+def settle_config(args: argparse.Namespace) -> None:
+    """Set ``args.config`` from ``--config`` / ``--game`` (`add_game_flags`; `game_config`)."""
+    args.config = game_config(getattr(args, "config", None), args.game, args.default_config)
 
 
 # ------------------------------------------------------------------ maps
@@ -258,6 +290,8 @@ def check_args(args: argparse.Namespace) -> None:
     episodes = getattr(args, "episodes", None)
     if episodes is not None and episodes < 1:
         raise ValueError(f"--episodes must be a positive int, got {episodes}")
+    if getattr(args, "default_config", None) is not None:  # a command with --config / --game
+        settle_config(args)
     if getattr(args, "check", None) is not None:
         args.check(args)
 

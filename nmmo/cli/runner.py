@@ -97,11 +97,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """`nmmo run`."""
-    from nmmo.cli import add_command
+    from nmmo.cli import add_command, add_game_flags
     from nmmo.policy import spec_forms
 
     run = add_command(sub, "run", "simulate a policy for N ticks and print the metric table")
-    run.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
+    add_game_flags(run, "small_maps", "config name, preset or TOML path")
     run.add_argument("--policy", default="random", help=f"the policy driving every agent: {spec_forms()}")
     run.add_argument("--ticks", type=int, default=256, help="ticks to simulate")
     run.add_argument("--seed", type=int, default=0, help="env and policy seed")

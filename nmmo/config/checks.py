@@ -17,6 +17,8 @@ class ConfigError(ValueError):
 
 #: Most agent ids an episode may issue (`possible_agents` lists them all).
 MAX_AGENT_IDS = 2**22
+#: The minigames (`nmmo.games.GAMES` has one class per name; a test keeps the two in step).
+GAME_NAMES = ("race_to_centre", "king_of_the_hill", "team_battle", "protect_the_king", "sandwich")
 
 
 def check_combinations(config: Config) -> None:
@@ -24,6 +26,10 @@ def check_combinations(config: Config) -> None:
     not fit together (the map, the vision window, spawns, ids, thresholds, the systems' ranges)."""
     if config.TASK_ASSIGN not in ("agent", "team"):
         raise ConfigError(f"TASK_ASSIGN must be 'agent' or 'team', got {config.TASK_ASSIGN!r}")
+    if config.GAME and config.GAME not in GAME_NAMES:
+        raise ConfigError(f"GAME={config.GAME!r} is not a minigame; choose one of {', '.join(GAME_NAMES)}")
+    if config.GAME and config.TASKS and config.TASKS != f"<{config.GAME}>":  # the marker an env with the game sets
+        raise ConfigError(f"GAME={config.GAME!r} brings its own team tasks; TASKS={config.TASKS!r} cannot be set too")
     window = 2 * config.PLAYER_VISION_RADIUS + 1
     if config.MAP_CENTER < window:
         raise ConfigError(

@@ -92,6 +92,26 @@ class Config:
     TASK_SURVIVAL_REWARD: float = 0.0
     """Weight of the survival reward (-1 at death, or your reward_fn's, plus achievement points) when
     tasks are on; 0: the reward is the task reward alone, as in nmmo 2.x."""
+    TASK_CURRICULUM: str = ""
+    """How tasks are drawn at reset: "" by the specs' weights, "edge" favouring the tasks the agents
+    complete about half the time (`nmmo.tasks.sampling.EdgeSampler`, fed by each env's own ended lives)."""
+
+    # --- minigames (`nmmo.games`; the canonical configs of the same names set GAME) ---
+    GAME: str = ""
+    """The minigame played: race_to_centre, king_of_the_hill, team_battle, protect_the_king or
+    sandwich (its rules, team task set and win condition); empty: the open world."""
+    GAME_ADAPTIVE: bool = False
+    """A curriculum: the game's difficulty adapts between the episodes of one env to the wins so far
+    (king of the hill: the hold duration, `nmmo.games.centre.HOLD_SCHEDULE`); False (tournaments,
+    evaluation): every episode is played at the fixed difficulty."""
+    GAME_HOLD: int = 30
+    """King of the hill: ticks a team holds the centre to win, when GAME_ADAPTIVE is off."""
+    GAME_FOG_ONSET: int = 32
+    """Sandwich: the tick the fog starts closing in from the map's edge."""
+    GAME_FOG_FINAL: int = 6
+    """Sandwich: the Chebyshev radius around the centre the fog leaves free at last."""
+    GAME_FOG_DAMAGE: int = 5
+    """Sandwich: health a player in the fog loses each tick."""
 
     # --- NPC capacities (settable only with the NPC system on) ---
     NPC_N: int = 128
@@ -124,6 +144,10 @@ class Config:
         PLAYER_TEAM_SPIRIT=(0.0, 1.0),
         TASK_REWARD=(0.0, 1e6),
         TASK_SURVIVAL_REWARD=(0.0, 1e6),
+        GAME_HOLD=(1, 10**6),
+        GAME_FOG_ONSET=(0, 10**7),
+        GAME_FOG_FINAL=(0, 4096),
+        GAME_FOG_DAMAGE=(0, 10**6),
         NPC_N=(0, 2**20),
         NPC_LEVEL_MAX=(1, 99),
         NPC_LEVEL_SPREAD=(0, 99),
@@ -172,6 +196,10 @@ class Config:
     def has(self, system: str) -> bool:
         """True when the named game system ("Resource", "Combat", ...) is on."""
         return system in self.SYSTEMS
+
+    def has_tasks(self) -> bool:
+        """True when agents hold tasks: a task set (TASKS) or a minigame (GAME, whose team tasks they are)."""
+        return bool(self.TASKS or self.GAME)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         for key in self.keys():

@@ -75,7 +75,7 @@ FIELDS: list[Field] = [
 ]
 def _task_shape(config: Config) -> tuple[int, ...] | None:
     """The task embedding's length when the config has tasks (`nmmo.tasks.embedding`: fixed)."""
-    return (TASK_EMBEDDING_SIZE,) if config.TASKS else None
+    return (TASK_EMBEDDING_SIZE,) if config.has_tasks() else None
 
 
 FIELDS.append(Field("task", ("Task",), _task_shape, np.dtype(np.float32),

@@ -36,6 +36,9 @@ class Realm:
         self.config = config
         self.n_players = config.PLAYER_N
         self.capacity = config.PLAYER_N + (config.NPC_N if config.has("NPC") else 0)
+        #: Extra rules of a minigame (`nmmo.games`): ``rule(state, config)`` after the moves, before
+        #: the dead are removed (damage they deal kills this tick).
+        self.rules: list = []
         self.state: State | None = None
         self.map: Map | None = None
 
@@ -52,8 +55,9 @@ class Realm:
         """Advance one tick. The arrays have one entry per entity row (NPC rows are ignored: the NPC
         AI acts for them; the arrays themselves are not changed); `respawn=False` skips player
         respawns (the env's last tick; the fused engine passes one flag per world). Order: NPCs
-        decide, entities update, attacks, moves, spawns, dead removed, forests regrow, tick + 1; the
-        event log (`nmmo.core.systems.events`) is cleared first and settled after the moves."""
+        decide, entities update, attacks, moves, a minigame's rules, spawns, dead removed, forests
+        regrow, tick + 1; the event log (`nmmo.core.systems.events`) is cleared first and settled
+        after the moves."""
         state, config = self.state, self.config
         ent = state.entities
         directions, styles, targets = directions.copy(), styles.copy(), targets.copy()
@@ -65,6 +69,8 @@ class Realm:
         log = combat.resolve(state, config, styles, targets, rng)  # all attacks, start-of-tick positions
         movement.resolve(state, config, directions, rng)  # all moves, conflicts by random priority
         _update_explore(state)
+        for rule in self.rules:
+            rule(state, config)
         events.settle(state, before)  # level-up events; this tick's events into the life totals
         spawned = self._respawn_players(rng, respawn)
         self._spawn_npcs(rng)

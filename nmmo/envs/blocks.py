@@ -57,6 +57,11 @@ def resolve_engine(engine: str | None, env: type | str | None, config: Config | 
         raise ValueError(f"engine='fused' runs nmmo.Env's own rules and rewards for all worlds at once; the env class "
                          f"{env!r} may override them, so it needs engine='loop' (the default picks it)")
     computed = [spec.name for spec in filled(config) if spec.name not in fused_fills(config)] if config else []
+    if config is not None and config.GAME:
+        if engine == "fused":
+            raise ValueError(f"engine='fused' does not play minigames (GAME={config.GAME!r}: its rules and early "
+                             "ends run in a lone env); use engine='loop' (the default picks it)")
+        return "loop"
     if engine == "fused" and computed:
         why = " (tasks: only with respawn on, see nmmo.envs.fused_tasks)" if computed == ["task"] else ""
         raise ValueError(f"engine='fused' does not compute the observation fields {computed}{why}; use engine='loop' "
@@ -67,7 +72,7 @@ def resolve_engine(engine: str | None, env: type | str | None, config: Config | 
 def fused_fills(config: Config) -> set[str]:
     """The computed observation fields the fused engine fills itself: the task embedding, when
     every world's episode ends at the horizon (`nmmo.envs.fused_tasks`)."""
-    return {"task"} if config.TASKS and not nobody_returns(config) else set()
+    return {"task"} if config.has_tasks() and not nobody_returns(config) else set()
 
 
 def make_block(config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
@@ -90,7 +95,7 @@ class EnvBlock:
         self.slots = config.PLAYER_N
         self.buffers, self.start = buffers, start_row
         self.nobody_returns = nobody_returns(config)
-        self.tasks_on, self.width = bool(config.TASKS), episode_width(config)
+        self.tasks_on, self.width = config.has_tasks(), episode_width(config)
 
     def episode_seeds(self) -> list[int]:
         """The seed each env's current episode started from (`Env.episode_seed`)."""

@@ -24,12 +24,12 @@ TASK_OUTCOME = ("task_index", "task_progress", "task_completed", "task_reward")
 
 def step_fields(config: Config) -> dict[str, type]:
     """The per-row outputs of a step: `STEP_FIELDS`, and `TASK_FIELDS` with tasks on."""
-    return {**STEP_FIELDS, **TASK_FIELDS} if config.TASKS else STEP_FIELDS
+    return {**STEP_FIELDS, **TASK_FIELDS} if config.has_tasks() else STEP_FIELDS
 
 
 def episode_width(config: Config) -> int:
     """Columns of a block's finished-lifetime rows: metrics, the task outcome with tasks on, the row."""
-    return len(METRIC_NAMES) + (len(TASK_OUTCOME) if config.TASKS else 0) + 1
+    return len(METRIC_NAMES) + (len(TASK_OUTCOME) if config.has_tasks() else 0) + 1
 
 
 @dataclass

@@ -48,10 +48,10 @@ from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.actions import STAY, apply_indices, parse_actions
 from nmmo.core.layout import ObsBatch, to_dicts
-from nmmo.core.metrics import lifetime_metrics
 from nmmo.core.obs import ObservationBuilder, Observations, slots_selector
 from nmmo.core.realm import Realm, TickResult
 from nmmo.core.world import get_map
+from nmmo.envs.gaming import Gaming
 from nmmo.envs.outcomes import BatchStep, Outcomes
 from nmmo.envs.overlays import Overlays
 from nmmo.envs.spaces import Spaces
@@ -61,7 +61,7 @@ from nmmo.io.replay import Recorder, capture
 __all__ = ["BatchStep", "Env"]  # BatchStep lives in nmmo.envs.outcomes, with the rest of a step's accounting
 
 
-class Env(Outcomes, Spaces, Tasking, ParallelEnv):
+class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
     """The game world as a PettingZoo ParallelEnv (agents, spaces and rewards: see the module notes).
 
     What each step gives the agents besides observations (rewards, terminations, infos, episode
@@ -97,7 +97,7 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
         tasks: TaskSource = None,
     ) -> None:
         self.config = config_module.resolve(config).validate()
-        self._init_tasks(tasks)  # first: with tasks on, the env's config (a copy) names them
+        self._init_tasks(self._init_game(tasks))  # first: with tasks on, the env's config (a copy) names them
         self.render_mode = render_mode
         self.reward_fn = reward_fn
         self.log_fn = log_fn
@@ -145,7 +145,7 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
         self.overlays.reset()
         self.overlays.track(self.realm.state, self.task_columns())
         if self._recorder is not None:
-            self._recorder.start(self.realm.state, self._replay_header(), self.task_columns())
+            self._recorder.start(self.realm.state, self._replay_header(), self.task_columns(), self.game_state())
         slots = self._live_slots()
         self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
         self._refresh_agents()
@@ -177,6 +177,7 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
             self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
         self.realm.reset(self._map_cache[map_seed], rng)
         self._clear_points()
+        self._reset_game()  # a minigame's rules and tasks (`nmmo.envs.gaming`)
         self._reset_tasks(seed, options)
 
     # --------------------------------------------------------------- step
@@ -243,8 +244,8 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
 
     @property
     def done(self) -> bool:
-        """True once the horizon is reached."""
-        return self.realm.state is not None and self.realm.state.tick >= self.config.HORIZON
+        """True once the horizon is reached (or a minigame is won)."""
+        return self.realm.state is not None and (self.realm.state.tick >= self.config.HORIZON or self.game_over)
 
     # --------------------------------------------- read-only access for clients
     # What the viewer server, evaluation and tools read, without reaching into `realm.state`.
@@ -269,14 +270,6 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
         slots = self._live_slots()
         return self.realm.state.entities.id[slots].copy(), slots
 
-    def metrics_now(self) -> dict[int, dict]:
-        """Every live agent's lifetime metrics as if the episode ended now (for runs stopped before
-        the horizon, whose live agents have not been reported in infos yet)."""
-        ids, slots = self.live_players()
-        values = lifetime_metrics(self.realm.state, slots)
-        columns = {name: array.tolist() for name, array in values.items()}
-        return {agent: {name: column[i] for name, column in columns.items()} for i, agent in enumerate(ids.tolist())}
-
     # ----------------------------------------------------------- internals
     @contextlib.contextmanager
     def _changing_the_world(self):
@@ -293,8 +286,8 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
             raise RuntimeError(f"this env failed in the middle of a step ({self._failure}) and its state is "
                                "half-stepped; call reset() to start a new episode")
         if self.done:
-            raise RuntimeError(f"the episode is over (tick {self.realm.state.tick} reached HORIZON = "
-                               f"{self.config.HORIZON}); call reset() to start the next one")
+            raise RuntimeError(f"the episode is over (tick {self.realm.state.tick}, HORIZON = {self.config.HORIZON}"
+                               f"{', the game won' if self.game_over else ''}); call reset() to start the next one")
 
     def _live_slots(self) -> np.ndarray:
         return np.flatnonzero(self.realm.state.entities.alive[: self.n_slots])
@@ -314,9 +307,10 @@ class Env(Outcomes, Spaces, Tasking, ParallelEnv):
         last_tick = self.realm.state.tick + 1 >= self.config.HORIZON
         result = self.realm.tick(directions, styles, targets, self._np_random, respawn=not last_tick)
         self._evaluate_tasks()
+        self._game_tick()
         self.overlays.track(self.realm.state, self.task_columns())
         if self._recorder is not None:
-            self._recorder.capture(self.realm.state, self.overlays, self.task_columns())
+            self._recorder.capture(self.realm.state, self.overlays, self.task_columns(), self.game_state())
         died = result.dead[result.dead < self.n_slots]
         self._obs = self._observe(self._live_slots(), died)
         self._refresh_agents()

@@ -249,7 +249,7 @@ class FusedBlock:
         self.points_paid = np.zeros(self.rows, dtype=np.int64)  # as `Env.achievements_earned` keeps them
         self.points_owner = np.zeros(self.rows, dtype=np.int64)
         self.nobody_returns = nobody_returns(config)
-        self.tasks = FusedTasks(config, self.worlds) if config.TASKS else None  # `nmmo.envs.fused_tasks`
+        self.tasks = FusedTasks(config, self.worlds) if config.has_tasks() else None  # `nmmo.envs.fused_tasks`
 
     @property
     def envs(self) -> list[Env]:

@@ -12,6 +12,11 @@ respawn on (the configs that train: an episode then ends only at the horizon) ev
 it on the same tick and all restart together; without respawn a world whose agents all die would
 restart alone, so a vector env with tasks and without respawn uses the loop engine
 (`nmmo.envs.blocks.resolve_engine`).
+
+A curriculum (``TASK_CURRICULUM``) lives in each world's lone env, which draws the world's tasks
+with it at the world's reset; as the lone envs do not evaluate tasks here, this module tells each
+one's sampler of its world's ended lives (`nmmo.envs.tasking.LifeLedger`), in the same order and
+with the same outcomes as a lone env would: the loop and fused engines keep the same curricula.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmmo.config import Config
+from nmmo.envs.tasking import LifeLedger
 from nmmo.tasks import EMBEDDING_SIZE, TaskState, TaskStep
 
 
@@ -35,6 +41,8 @@ class FusedTasks:
         self.life_reward = np.zeros(self.rows)  # each slot's task reward over its agent's life so far
         self.life_id = np.full(self.rows, -1, dtype=np.int64)
         self.step: TaskStep | None = None
+        self.feeds = worlds.envs[0]._feeds_sampler  # the lone envs keep a curriculum: feed it
+        self.lives = LifeLedger(self.rows)
 
     def reset(self) -> None:
         """Every world has just started an episode: take the tasks each lone env drew for it."""
@@ -47,6 +55,7 @@ class FusedTasks:
         self.step = None
         self.life_reward[:] = 0.0
         self.life_id[:] = self.worlds.state.entities.id[: self.rows]
+        self.lives.start(self.worlds.state.entities.alive[: self.rows], self.life_id)
 
     def evaluate(self) -> TaskStep:
         """Every world's tasks after a tick (a lone env's `Tasking._evaluate_tasks`)."""
@@ -55,6 +64,14 @@ class FusedTasks:
         fresh = ids != self.life_id
         self.life_reward[fresh], self.life_id[fresh] = 0.0, ids[fresh]
         self.life_reward += step.rewards
+        if self.feeds:
+            ending = np.repeat(self.worlds.ticks() >= self.config.HORIZON, self.config.PLAYER_N)
+            slots, completed = self.lives.ended(self.worlds.state.entities.alive[: self.rows], ids, step.completed,
+                                                ending)
+            world = slots // self.config.PLAYER_N
+            for k in np.unique(world).tolist():  # each world's lives, in slot order, to its lone env's sampler
+                mine = world == k
+                self.worlds.envs[k].task_sampler.update(self.state.task[slots[mine]], completed[mine])
         return step
 
     def rewards(self, slots: np.ndarray) -> np.ndarray:

@@ -122,6 +122,14 @@ class Outcomes:
     ``_custom_log``). It keeps the achievement ledgers ``_points_paid`` and ``_points_owner`` (per
     slot; the fused engine copies them)."""
 
+    def metrics_now(self) -> dict[int, dict]:
+        """Every live agent's lifetime metrics as if the episode ended now (for runs stopped before
+        the horizon, whose live agents have not been reported in infos yet)."""
+        ids, slots = self.live_players()
+        values = lifetime_metrics(self.realm.state, slots)
+        columns = {name: array.tolist() for name, array in values.items()}
+        return {agent: {name: column[i] for name, column in columns.items()} for i, agent in enumerate(ids.tolist())}
+
     def _clear_points(self) -> None:
         """Empty achievement ledgers: at construction and at the start of every episode."""
         self._points_paid = np.zeros(self.n_slots, dtype=np.int64)

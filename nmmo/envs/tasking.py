@@ -17,7 +17,12 @@ achievement points). With tasks on:
 - tasks are drawn from their own random stream (`nmmo.tasks.task_rng` of the episode seed), so
   turning tasks on changes nothing else in the episode;
 - replays and the viewer show them: `task_header` is the replay header's ``tasks`` entry and
-  `task_columns` each frame's task fields (`nmmo.io.replay`).
+  `task_columns` each frame's task fields (`nmmo.io.replay`);
+- with ``TASK_CURRICULUM`` set (and no sampler given), the env builds that curriculum's sampler
+  (`nmmo.tasks.sampling.curriculum_sampler`) and feeds it the outcome of each of its lives as it
+  ends (`LifeLedger`: a death, a slot taken by a new agent, the horizon, a reset), before the
+  next draw; every env of a vector env thus keeps its own curriculum (the fused engine feeds each
+  world's lone env's sampler the same way, `nmmo.envs.fused_tasks`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from nmmo.tasks import EMBEDDING_SIZE, TaskSet, TaskState, load_task_set, task_rng, task_set_from_data
-from nmmo.tasks.sampling import TaskSampler
+from nmmo.tasks.sampling import TaskSampler, curriculum_sampler
 
 #: What `tasks=` (or the TASKS key) accepts.
 TaskSource = str | Path | TaskSet | TaskSampler | list | dict | None
@@ -51,6 +56,40 @@ def as_task_set(tasks: Any) -> TaskSet:
                      f"got {type(tasks).__name__}")
 
 
+class LifeLedger:
+    """Which lives of a set of slots ended since the last tick, and with which outcome: what a
+    curriculum is fed. A life is open from the tick its agent is seen alive; it ends when the slot
+    is found empty (its outcome: this tick's completion, as the task is evaluated once more on the
+    tick its agent dies), taken by a new agent (the last tick's completion: the new life restarted
+    the task) or when its world reaches the horizon (this tick's)."""
+
+    def __init__(self, rows: int) -> None:
+        self.open = np.zeros(rows, dtype=bool)
+        self.ids = np.zeros(rows, dtype=np.int64)
+        self.completed = np.zeros(rows, dtype=bool)  # each slot's completion after the last tick
+
+    def start(self, alive: np.ndarray, ids: np.ndarray) -> None:
+        """A new episode: the live slots open their lives."""
+        self.open[:], self.ids[:], self.completed[:] = alive, ids, False
+
+    def ended(self, alive: np.ndarray, ids: np.ndarray, completed: np.ndarray,
+              ending: np.ndarray | bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """After a tick: the slots whose lives ended and those lives' outcomes (`ending`: the slots
+        whose world reached its horizon)."""
+        replaced = self.open & alive & (ids != self.ids)
+        ended = self.open & (~alive | replaced | ending)
+        outcome = np.where(replaced, self.completed, completed)
+        self.open[:] = alive & ~np.asarray(ending, dtype=bool)
+        self.ids[:], self.completed[:] = ids, completed
+        return np.flatnonzero(ended), outcome[ended]
+
+    def close(self, completed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every open life ends (an early reset): the slots and their last outcomes."""
+        slots = np.flatnonzero(self.open)
+        self.open[:] = False
+        return slots, (self.completed if completed is None else completed)[slots]
+
+
 class Tasking:
     """The tasks half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the env
     keeps: ``config`` and ``realm``."""
@@ -68,6 +107,11 @@ class Tasking:
         if tasks is None:
             return
         task_set = as_task_set(tasks)
+        # a curriculum the env builds itself, it feeds itself (a sampler you pass, you feed)
+        self._feeds_sampler = self.task_sampler is None and bool(self.config.TASK_CURRICULUM)
+        if self._feeds_sampler:
+            self.task_sampler = curriculum_sampler(self.config.TASK_CURRICULUM, task_set)
+        self._lives = LifeLedger(self.config.PLAYER_N)
         if self.config.TASKS != str(tasks):
             # the key says tasks are on (the observation layout reads it) and names them; on a copy:
             # the caller's config is not changed
@@ -85,6 +129,8 @@ class Tasking:
                 raise ValueError("options['tasks'] given, but this env has no tasks: make it with tasks=...")
             return
         rng = task_rng(episode_seed)
+        if self._feeds_sampler and self._task_step is not None:  # lives the reset cuts short, before the draw
+            self._feed(*self._lives.close())
         if given is None and self.task_sampler is not None:
             given = self.task_sampler.sample(rng, self.tasks.units)
         try:
@@ -94,6 +140,7 @@ class Tasking:
         self._task_step = None
         self._life_task_reward[:] = 0.0
         self._life_id[:] = self.realm.state.entities.id[: self.config.PLAYER_N]
+        self._lives.start(self.realm.state.entities.alive[: self.config.PLAYER_N], self._life_id)
         encode = self.task_encoder
         table = self.tasks.slot_embeddings() if encode is None else np.asarray(
             encode(self.tasks.tasks, self.tasks.task), dtype=np.float32)
@@ -109,6 +156,15 @@ class Tasking:
         fresh = ids != self._life_id  # a new life in the slot: its task reward starts at 0
         self._life_task_reward[fresh], self._life_id[fresh] = 0.0, ids[fresh]
         self._life_task_reward += step.rewards
+        if self._feeds_sampler:
+            state = self.realm.state
+            self._feed(*self._lives.ended(state.entities.alive[: self.config.PLAYER_N], ids, step.completed,
+                                          state.tick >= self.config.HORIZON))
+
+    def _feed(self, slots: np.ndarray, completed: np.ndarray) -> None:
+        """Report ended lives (their slots' tasks and outcomes) to the env's curriculum."""
+        if slots.size:
+            self.task_sampler.update(self.tasks.task[slots], completed)
 
     def task_embedding(self, slots: np.ndarray) -> np.ndarray:
         """The observation's ``Task`` field of `slots` (the layout's fill)."""

@@ -203,15 +203,15 @@ class VectorEnv:
             raise ValueError(f"actions must have shape ({self.rows}, 3), got {actions.shape}")
         finished = self._impl.step(actions.astype(np.int64))
         b, m = self.buffers, len(METRIC_NAMES)
-        tasks = {name: b[name] for name in TASK_FIELDS} if self.config.TASKS else None
+        tasks = {name: b[name] for name in TASK_FIELDS} if self.config.has_tasks() else None
         return VecStep(self._observations(), b["reward"], b["terminated"], b["truncated"], b["alive"], b["agent_id"],
                        finished[:, :m], finished[:, -1].astype(np.int64), tasks,
-                       finished[:, m:-1] if self.config.TASKS else None)
+                       finished[:, m:-1] if self.config.has_tasks() else None)
 
     def tasks(self) -> dict[str, np.ndarray] | None:
         """Each row's task, progress and completion now (views; None with tasks off): after a reset,
         the tasks the new episodes hold."""
-        return {name: self.buffers[name] for name in TASK_FIELDS} if self.config.TASKS else None
+        return {name: self.buffers[name] for name in TASK_FIELDS} if self.config.has_tasks() else None
 
     def close(self) -> None:
         if self._impl is not None:

@@ -15,7 +15,7 @@ from nmmo.core.enums import Event, Skill
 from nmmo.core.state import State
 
 FORMAT = "flatmmo-replay"
-VERSION = 3  # v2 adds the hunting and fishing levels (v1 files load with them at 0), v3 the event log and tasks
+VERSION = 3  # v2 adds the hunting and fishing levels (v1 files load with them at 0), v3 the event log, tasks, games
 #: Fields a replay of an older version lacks (loaded as `MISSING`, else zeros).
 ADDED_IN = {"hunting": 2, "fishing": 2, "task": 3, "task_progress": 3, "task_done": 3}
 #: What a field an older replay lacks holds when loaded, where that is not 0 (``task``: no task).
@@ -118,10 +118,18 @@ class Recorder:
     overlay_events: list[tuple[int, str, np.ndarray, float, float]] = field(default_factory=list)
     _last_material: np.ndarray | None = None
     _overlay_versions: dict[str, int] = field(default_factory=dict)
+    #: A minigame's state per frame (`nmmo.Env.game_state`), None in a run without a game.
+    games: list[dict] | None = None
 
-    def start(self, state: State, header: dict, tasks: dict[str, np.ndarray] | None = None) -> None:
-        """Begin a new recording at reset (a recorder holds one episode); `tasks`: see `capture`."""
+    def start(self, state: State, header: dict, tasks: dict[str, np.ndarray] | None = None,
+              game: dict | None = None) -> None:
+        """Begin a new recording at reset (a recorder holds one episode); `tasks`: see `capture`;
+        `game`: the minigame's state (`nmmo.Env.game_state`; empty or None without a game), which
+        also names the game in the header (``game``: its ``name`` and ``title``)."""
         self.header = dict(header)
+        self.games = [dict(game)] if game else None
+        if game:
+            self.header["game"] = {"name": str(game.get("game", "")), "title": str(game.get("title", ""))}
         self.material = state.tiles.material.copy()
         self._last_material = self.material.copy()
         self.frames = [capture(state, tasks)]
@@ -129,14 +137,17 @@ class Recorder:
         self.overlay_events = []
         self._overlay_versions = {}
 
-    def capture(self, state: State, overlays=None, tasks: dict[str, np.ndarray] | None = None) -> None:
-        """Record the tick that just happened (`tasks`: its task fields, see `capture`). Overlays set
-        since the last capture belong to the previous tick (the one the user was looking at when
-        setting them)."""
+    def capture(self, state: State, overlays=None, tasks: dict[str, np.ndarray] | None = None,
+                game: dict | None = None) -> None:
+        """Record the tick that just happened (`tasks`: its task fields, see `capture`; `game`: the
+        minigame's state, see `start`). Overlays set since the last capture belong to the previous
+        tick (the one the user was looking at when setting them)."""
         if overlays is not None:
             self.capture_overlays(overlays, len(self.frames) - 1)
         tick = len(self.frames)
         self.frames.append(capture(state, tasks))
+        if self.games is not None:
+            self.games.append(dict(game or {}))
         changed = np.flatnonzero(state.tiles.material.ravel() != self._last_material.ravel())
         if changed.size:
             values = state.tiles.material.ravel()[changed]
@@ -195,6 +206,8 @@ class Recorder:
         size = self.material.shape[0]
         arrays["overlay_data"] = (np.stack([e[2] for e in self.overlay_events]) if self.overlay_events
                                   else np.zeros((0, size, size), dtype=np.uint8))
+        if self.games is not None:  # one JSON list: a document per frame (read by `nmmo.io.replay`)
+            arrays["games"] = np.frombuffer(json.dumps(self.games, separators=(",", ":")).encode(), dtype=np.uint8)
         header = {**self.header, "format": FORMAT, "version": VERSION, "ticks": ticks,
                   "slots": int(self.frames[0]["id"].size), "size": size, "overlays": names,
                   "fields": list(FIELDS), "events": [event.name for event in Event]}

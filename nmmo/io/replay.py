@@ -60,6 +60,8 @@ class Replay:
         self.overlay_index = overlay_index
         self.overlay_range = overlay_range
         self.overlay_data = overlay_data
+        self.games: list[dict] | None = None  # the game's state per frame (`load_replay` sets it)
+        self.games_nbytes = 0  # about what `games` takes in memory
 
     @property
     def ticks(self) -> int:
@@ -74,13 +76,19 @@ class Replay:
         """Memory its arrays take (what a server's replay cache counts against its budget)."""
         arrays = [self.material, self.tile_events, self.entity_events, self.overlay_index, self.overlay_range,
                   self.overlay_data]
-        return sum(array.nbytes for array in [*arrays, *self.fields.values()])
+        return self.games_nbytes + sum(array.nbytes for array in [*arrays, *self.fields.values()])
 
     def frame(self, tick: int) -> dict[str, np.ndarray]:
         """The viewer's fields of every slot at `tick` (0 = after reset)."""
         if not 0 <= tick <= self.ticks:
             raise IndexError(f"tick {tick} is outside this replay (0..{self.ticks})")
         return {name: values[tick] for name, values in self.fields.items()}
+
+    def game_state(self, tick: int) -> dict:
+        """The minigame's state at `tick` (`nmmo.Env.game_state`), {} in a replay without a game."""
+        if not 0 <= tick <= self.ticks:
+            raise IndexError(f"tick {tick} is outside this replay (0..{self.ticks})")
+        return {} if self.games is None else self.games[tick]
 
     def tile_changes(self, tick: int) -> np.ndarray:
         """(flat index, material) rows of the tiles that changed during `tick`."""
@@ -118,6 +126,10 @@ def _require(ok: bool, path: Path, reason: str) -> None:
 # ------------------------------------------------------------------ reading
 #: Largest header a replay may have (its JSON: the config TOML, policy names); bigger is refused unread.
 MAX_HEADER_BYTES = 2**20
+#: The game states' member: at most this many bytes per frame (a game's is ~200), and this many in all.
+MAX_GAME_FRAME_BYTES, MAX_GAME_BYTES = 4096, 64 * 2**20
+#: A game state document: at most this many keys, list entries and string characters.
+MAX_GAME_KEYS, MAX_GAME_LIST, MAX_GAME_TEXT = 32, 1024, 100
 
 
 class _Archive:
@@ -189,6 +201,10 @@ def _check_header(path: Path, header) -> dict:
     overlays = header.get("overlays", [])
     _require(isinstance(overlays, list) and all(isinstance(n, str) for n in overlays), path,
              "has a header whose 'overlays' is not a list of names")
+    game = header.get("game")
+    _require(game is None or (isinstance(game, dict) and all(isinstance(game.get(k), str) and len(game[k]) <= 100
+                                                              for k in ("name", "title"))), path,
+             "has a header whose 'game' is not a game's name and title")
     tasks = header.get("tasks")
     _require(tasks is None or (isinstance(tasks, dict) and isinstance(tasks.get("names"), list)
                                and all(isinstance(n, str) for n in tasks["names"])), path,
@@ -239,6 +255,51 @@ def _check_shapes(archive: _Archive, header: dict) -> None:
              path, "is corrupt: the event log is not (tick, slot, event, value) rows")
 
 
+def _scalar(value) -> bool:
+    """null, a boolean, an integer, a finite number (JSON's NaN and Infinity are not) or a short string."""
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
+    return value is None or isinstance(value, (bool, int)) or (isinstance(value, str) and len(value) <= MAX_GAME_TEXT)
+
+
+def _game_document(value) -> bool:
+    """A game state as the viewer reads it: an object of at most MAX_GAME_KEYS short names, each a
+    number, short string or null, or a list (at most MAX_GAME_LIST) of those (plain numbers only)."""
+    if not isinstance(value, dict) or len(value) > MAX_GAME_KEYS:
+        return False
+    for key, entry in value.items():
+        if len(key) > MAX_GAME_TEXT:
+            return False
+        if isinstance(entry, list):
+            if len(entry) > MAX_GAME_LIST or not all(_scalar(item) and not isinstance(item, str) for item in entry):
+                return False
+        elif not _scalar(entry):
+            return False
+    return True
+
+
+def _read_games(archive: _Archive, header: dict) -> list[dict] | None:
+    """The game state per frame (the ``games`` member, untrusted: its size, JSON, one document per
+    frame, each `_game_document`); None when the file has none."""
+    member, path = archive.members.get("games"), archive.path
+    if member is None:
+        return None
+    frames = header["ticks"] + 1
+    limit = min(MAX_GAME_BYTES, frames * MAX_GAME_FRAME_BYTES)
+    _require(member.dtype == np.uint8 and len(member.shape) == 1, path, "is corrupt: the game states are not bytes")
+    _require(member.nbytes <= limit, path, f"is corrupt: its game states take {member.nbytes} bytes, over the "
+                                           f"{limit} a replay of {frames} frames may hold")
+    try:
+        games = json.loads(archive.read("games").tobytes().decode())
+    except (ValueError, RecursionError) as err:  # not UTF-8 or not JSON
+        raise ReplayError(path, f"is corrupt: its game states are not JSON ({type(err).__name__})") from None
+    _require(isinstance(games, list) and len(games) == frames, path,
+             f"is corrupt: its game states are not a list of {frames} (one per frame)")
+    _require(all(_game_document(game) for game in games), path,
+             "is corrupt: a game state is not an object of numbers, short strings and lists of numbers")
+    return games
+
+
 def _decode_field(archive: _Archive, header: dict, name: str) -> np.ndarray:
     """A field's values by tick (for a field this replay's version predates: `MISSING`, else zeros)."""
     if f"f_{name}" not in archive.members:
@@ -261,4 +322,8 @@ def load_replay(path: str | os.PathLike, max_bytes: int | None = None) -> Replay
         fields = {name: _decode_field(archive, header, name) for name in FIELDS}
         events = [archive.read(key) for key in ("tile_events", "overlay_index", "overlay_range", "overlay_data")]
         logged = archive.read("entity_events") if "entity_events" in archive.members else None
-        return Replay(header, archive.read("material"), fields, *events, entity_events=logged)
+        games = _read_games(archive, header)
+        replay = Replay(header, archive.read("material"), fields, *events, entity_events=logged)
+        replay.games = games
+        replay.games_nbytes = 10 * archive.members["games"].nbytes if games is not None else 0  # Python objects
+        return replay

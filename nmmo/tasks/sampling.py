@@ -4,7 +4,10 @@ An env with ``tasks=`` a task set draws every unit's task (an agent slot's, or a
 ``TASK_ASSIGN = "team"``) by the specs' weights. ``tasks=`` a sampler instead lets the draw change
 between episodes; a sampler has a ``tasks`` TaskSet and ``sample(rng, units)`` returning one spec
 index per unit. `CurriculumSampler` is the curriculum of nmmo 2.x in its simplest form: the tasks
-that lifetimes complete least often are drawn most often, from completions you report.
+that lifetimes complete least often are drawn most often, from completions you report;
+`EdgeSampler` draws most often the tasks at the edge of the agents' ability (completed about half
+the time). ``TASK_CURRICULUM = "edge"`` (a config key) gives every env of a config an `EdgeSampler`
+that it feeds itself with the outcomes of its own ended lives (`nmmo.envs.tasking`).
 
 To give the tasks yourself, pass them at reset: ``env.reset(options={"tasks": indices})``.
 """
@@ -66,3 +69,55 @@ class CurriculumSampler(TaskSampler):
                              f"got {task.shape} and {completed.shape}")
         for index, outcome in zip(task.tolist(), completed.tolist(), strict=True):
             self.rate[index] = self.decay * self.rate[index] + (1.0 - self.decay) * outcome
+
+
+class EdgeSampler(TaskSampler):
+    """The curriculum of ``TASK_CURRICULUM = "edge"``: weights each spec by its weight x (rate x (1 -
+    rate) + `floor`), where rate is the spec's running completion rate over the ended lives that
+    held it. A task never completed (too hard for now) or always completed (mastered) falls to the
+    floor; one completed about half the time gets up to 1 + 0.25 / floor times more draws.
+
+    The rate starts at 0.5 (every spec is as likely as the best until seen) and is the mean of the
+    outcomes with that prior counted as two lives (Laplace's rule) until `window` lives, then a
+    moving average with step 1 / `window`: a few lives move a new task's estimate, and it keeps
+    following the agents as they learn. Chosen over the learning-progress curriculum of the nmmo
+    2.x baselines (|fast - slow EMA| of completion), whose signal is a difference of two noisy
+    means: at a CPU budget a task is held by a few hundred lives per run, too few to tell a rise
+    from the noise, while p(1 - p) is large from the first lives of a half-completed task. The
+    updates are plain arithmetic in the order the lives are reported: the same outcomes give the
+    same rates and, with the same episode seeds, the same draws."""
+
+    def __init__(self, tasks: TaskSet | str | Path, floor: float = 0.05, window: int = 100) -> None:
+        super().__init__(tasks)
+        if not 0.0 < floor <= 1.0 or window < 2:
+            raise ValueError(f"need 0 < floor <= 1 and window >= 2; got floor={floor}, window={window}")
+        self.floor, self.window = floor, window
+        self.rate = np.full(len(self.tasks), 0.5)
+        self.lives = np.zeros(len(self.tasks), dtype=np.int64)  # ended lives reported per spec
+
+    def probabilities(self) -> np.ndarray:
+        weights = self.weights * (self.rate * (1.0 - self.rate) + self.floor)
+        return weights / weights.sum()
+
+    def update(self, task: np.ndarray, completed: np.ndarray) -> None:
+        task, completed = np.asarray(task, dtype=np.int64), np.asarray(completed, dtype=np.float64)
+        if task.shape != completed.shape or (task.size and (task.min() < 0 or task.max() >= len(self.tasks))):
+            raise ValueError(f"update takes spec indices in [0, {len(self.tasks)}) and as many outcomes; "
+                             f"got {task.shape} and {completed.shape}")
+        for index, outcome in zip(task.tolist(), completed.tolist(), strict=True):
+            self.lives[index] += 1
+            step = 1.0 / min(self.lives[index] + 2, self.window)
+            self.rate[index] += step * (outcome - self.rate[index])
+
+
+#: The curricula the config key TASK_CURRICULUM names ("": none, the specs' weights).
+CURRICULA: dict[str, type[TaskSampler]] = {"edge": EdgeSampler}
+
+
+def curriculum_sampler(name: str, tasks: TaskSet | str | Path) -> TaskSampler | None:
+    """The sampler of TASK_CURRICULUM `name` over `tasks` (None for ""); ValueError for an unknown name."""
+    if not name:
+        return None
+    if name not in CURRICULA:
+        raise ValueError(f"TASK_CURRICULUM must be '' or one of {', '.join(map(repr, CURRICULA))}, got {name!r}")
+    return CURRICULA[name](tasks)

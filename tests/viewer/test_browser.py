@@ -106,8 +106,8 @@ def record_baseline_episode(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def replay_dir(tmp_path_factory):
-    """The replays the browser opens: browser.replay (its agents have tasks from the foraging set) and
-    baseline.replay."""
+    """The replays the browser opens: browser.replay (its agents have tasks from the foraging set),
+    baseline.replay and game.replay (a few ticks of protect the king)."""
     directory = tmp_path_factory.mktemp("browser_replays")
     conf = nmmo.config.Default().set("PLAYER_N", 32).set("HORIZON", 60).set("MAP_CENTER", 48)
     env = nmmo.Env(conf, seed=2, record=True, tasks="foraging")
@@ -119,6 +119,12 @@ def replay_dir(tmp_path_factory):
         obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
     env.save_replay(directory / "browser.replay", policies=list(POLICIES), team_policy=TEAM_POLICY)
     record_baseline_episode(directory / "baseline.replay")
+    game = nmmo.Env("protect_the_king", seed=1, record=True)
+    bot = scripted.Combat(game.config, 0)
+    obs, _ = game.reset()
+    for _ in range(10):
+        obs, *_ = game.step(bot.act({a: o for a, o in obs.items() if a in game.agents}))
+    game.save_replay(directory / "game.replay")
     return directory
 
 
@@ -324,3 +330,19 @@ def map_area(picture: np.ndarray, rects: list) -> np.ndarray:
     for left, top, right, bottom in rects:  # screenshots are in CSS pixels (device pixel ratio 1)
         area[max(int(top), 0) : int(np.ceil(bottom)), max(int(left), 0) : int(np.ceil(right))] = False
     return area
+
+
+def test_a_minigame_replay_shows_the_games_state(server, browser):
+    """A minigame's replay shows the #game-state panel: the game's title and its numbers in words
+    (protect the king: which kings live), and marks every live king in the scene."""
+    browser.get(f"{server}/?replay=game.replay")
+    wait_for(browser, "return window.viewer && window.viewer.game !== null")
+    panel = browser.find_element(By.ID, "game-state")
+    assert panel.is_displayed()
+    assert browser.find_element(By.ID, "game-title").text == "Protect the king"
+    game = browser.execute_script("return window.viewer.game")
+    live = sum(game["king_alive"])
+    assert f"kings alive: {live} of 8" in panel.text and "teams alive:" in panel.text, panel.text
+    assert len([k for k in game["king_ids"] if k is not None]) == live
+    assert browser.execute_script("return window.viewer.header.game") == {"name": "protect_the_king",
+                                                                          "title": "Protect the king"}

@@ -268,3 +268,29 @@ def test_a_live_run_with_tasks_and_its_replay_send_task_names_fields_and_the_tas
         assert "tasks done" in replayed["overlays"]
     plain = LiveSession(nmmo.config.Small().set("PLAYER_N", 4), "scripted:Meander", seed=0).header()
     assert "tasks" not in plain and plain["fields"] == SENT_FIELDS and "tasks done" not in plain["overlays"]
+
+
+def test_a_minigame_sends_its_state_live_and_in_its_replay(tmp_path):
+    """A live run of a minigame names it in its header and sends `env.game_state()` with every tick
+    packet (protect the king: with each live king's entity id); its replay sends the same states
+    tick by tick. A run without a game sends none."""
+    session = LiveSession("protect_the_king", "scripted:Combat", seed=1, record=True)
+    assert session.header()["game"] == {"name": "protect_the_king", "title": "Protect the king"}
+    sent = [json.loads(session.tick_json)["game"]]
+    for _ in range(6):
+        text, _ = session.advance()
+        sent.append(json.loads(text)["game"])
+    assert json.loads(session.full_packet())["game"] == sent[-1]
+    frame = session.env.frame()
+    assert sent[-1]["king_ids"] == [int(frame["id"][k]) if frame["alive"][k] else None for k in sent[-1]["kings"]]
+    assert [state["tick"] for state in sent] == list(range(7))
+    session.env.save_replay(tmp_path / "game.replay")
+    with local_client(replay_dir=tmp_path).websocket_connect(ws_url("/ws/replay/game.replay")) as ws:
+        assert receive_until(ws, "header")["game"] == session.header()["game"]
+        replayed = [receive_until(ws, "tick")["game"]]
+        for _ in range(6):
+            ws.send_text(json.dumps({"cmd": "step"}))
+            replayed.append(receive_until(ws, "tick")["game"])
+    assert replayed == sent
+    plain = LiveSession(nmmo.config.Small().set("PLAYER_N", 4), "scripted:Meander", seed=0)
+    assert "game" not in plain.header() and "game" not in json.loads(plain.advance()[0])

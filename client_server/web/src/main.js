@@ -3,6 +3,7 @@
 // the frame loop and the status line, and publishes the read-only `window.viewer`.
 
 import { OverlayMenu, Timeline, speedRange } from './controls.js';
+import { GamePanel } from './game.js';
 import { Selection } from './selection.js';
 import { Session, fetchHealth, fetchReplays } from './session.js';
 import { Inspector, Legend, Messages, Picker, PolicyList, TerrainLegend, formatNumber } from './ui.js';
@@ -18,6 +19,7 @@ class Viewer {
     this.terrainLegend = new TerrainLegend();
     this.inspector = new Inspector();
     this.policyList = new PolicyList();
+    this.gamePanel = new GamePanel();
     this.picker = new Picker((name) => this.choose(name));
     this.session = new Session(this.view, {
       header: (h) => this.onHeader(h),
@@ -93,6 +95,7 @@ class Viewer {
     this.inspector.policies = session.roster;
     this.inspector.tasks = Array.isArray(h.tasks?.names) ? h.tasks.names.map(String) : null;
     this.policyList.show(session.roster ? session.roster.names : null);
+    this.gamePanel.reset(h.game, session.roster);
     this.terrainLegend.show(h);
     this.legend.hide();
     this.overlayMenu.fill(h.overlays || []);
@@ -117,6 +120,7 @@ class Viewer {
   }
 
   onTick() {
+    this.gamePanel.show(this.session.game);
     this.selection.refresh();
     this.statusDirty = true;
   }
@@ -208,6 +212,10 @@ window.viewer = Object.freeze({
   },
   get overlay() {
     return session.overlayName;
+  },
+  /** A copy of the minigame's state at this tick (null without a game). */
+  get game() {
+    return session.game ? structuredClone(session.game) : null;
   },
   get playing() {
     return session.playing;

@@ -67,6 +67,7 @@ export class Session {
     this.playing = false;
     this.speed = 10;
     this.overlayName = null;
+    this.game = null; // the minigame's state at this tick (the tick packets' `game`), null without one
     this.lastTickAt = 0;
     this.gapEma = 0; // smoothed ms between tick packets
   }
@@ -130,7 +131,7 @@ export class Session {
       padded.set(material);
       material = padded;
     }
-    const { terrain, entities, effects } = this.view;
+    const { terrain, entities, effects, game } = this.view;
     terrain.setMap(h, material);
     const policies = Array.isArray(h.config?.policies) ? h.config.policies.map(String) : null;
     const dealt = Array.isArray(h.config?.team_policy) ? h.config.team_policy.map(Number) : null;
@@ -138,6 +139,8 @@ export class Session {
     entities.policies = this.roster;
     this.store.reset(h.fields);
     effects.reset();
+    game.reset(this.roster);
+    this.game = null;
     this.tick = h.tick ?? 0;
     this.ticks = h.ticks ?? null;
     this.overlayName = null;
@@ -159,6 +162,10 @@ export class Session {
     this.store.apply(msg, now, duration);
     if (Array.isArray(msg.tiles) && msg.tiles.length) this.view.terrain.setTiles(msg.tiles);
     if (msg.overlay) this.onOverlay(msg.overlay);
+    if (msg.game && typeof msg.game === 'object') {
+      this.game = msg.game;
+      this.view.game.setState(msg.game);
+    }
     this.store.interpolate(now);
     if (Array.isArray(msg.attacks) && msg.attacks.length) {
       this.view.effects.add(msg.attacks, this.store, now, Math.min(700, Math.max(250, duration * 1.5)));

@@ -5,6 +5,7 @@ import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import { AttackEffects } from './effects.js';
 import { EntityRenderer } from './entities.js';
+import { GameLayer } from './game.js';
 import { Terrain } from './terrain.js';
 
 export class SceneView {
@@ -32,6 +33,7 @@ export class SceneView {
     this.terrain = new Terrain(this.scene);
     this.entities = new EntityRenderer(this.scene);
     this.effects = new AttackEffects(this.scene);
+    this.game = new GameLayer(this.scene, this.terrain); // a minigame's marks (game.js)
     this.raycaster = new THREE.Raycaster();
     this._v = new THREE.Vector3();
     this._v2 = new THREE.Vector2();
@@ -135,6 +137,7 @@ export class SceneView {
 
     this.entities.update(store, this.camera, this.scale, selectedId);
     this.effects.update(store, now, this.scale);
+    this.game.update(store, this.scale);
     const t1 = performance.now();
     this.renderer.render(this.scene, this.camera);
     const t2 = performance.now();
