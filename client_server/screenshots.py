@@ -1,7 +1,7 @@
 """The viewer's pictures in docs/games.md, regenerated: ``python -m client_server.screenshots``.
 
-For each minigame below it records an episode of scripted bots (`scripted.Combat`; in king of the
-hill every player also walks towards the centre, so the hill changes hands), serves the replays
+For each minigame below it records an episode of the game's scripted team bots (`scripted.games`:
+every team plays the same bot), serves the replays
 (`client_server.server`) on a free local port, opens each one in real headless Chromium (Debian's
 ``chromium`` and ``chromium-driver``, driven by selenium, as tests/viewer/test_browser.py does),
 seeks to a tick where the game is under way, zooms in on the playable square and saves the page as a
@@ -22,10 +22,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
-
 import nmmo
-from nmmo.core.rules import DELTAS
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 OUT = Path(__file__).resolve().parents[1] / "docs" / "images"
@@ -44,35 +41,18 @@ SHOTS: list[tuple[str, str, int, Callable[[dict], bool]]] = [
 ]
 
 
-def _to_centre(env: nmmo.Env, obs: dict, actions: dict, agents: list[int]) -> None:
-    """`agents` step towards the centre tile (the allowed move that brings them closest)."""
-    frame, centre = env.frame(), env.config.MAP_CENTER
-    for agent in agents:
-        if agent not in obs:
-            continue
-        slot = int(np.flatnonzero(frame["id"] == agent)[0])
-        here = np.array([frame["row"][slot], frame["col"][slot]])
-        allowed = np.flatnonzero(obs[agent]["ActionTargets"]["Move"]["Direction"])
-        distance = [np.abs(here + DELTAS[d] - centre).sum() for d in allowed]
-        action = dict(actions.get(agent, {}))
-        action["Move"] = {"Direction": int(allowed[int(np.argmin(distance))])}
-        actions[agent] = action
-
-
 def record(name: str, path: Path, seed: int, worth: Callable[[dict], bool]) -> int:
     """Record an episode of `name` to `path`; returns the tick to show (the first that is `worth`
     it, else the middle one)."""
-    import scripted
+    from nmmo.policy import load_policy_class
+    from scripted.games import GAME_BOTS
 
     env = nmmo.Env(name, seed=seed, record=True)
-    bot = scripted.Combat(env.config, 0)
+    bot = load_policy_class(GAME_BOTS[name])(env.config)
     obs, _ = env.reset()
     shown = None
     while not env.done and env.agents:
-        actions = bot.act({a: o for a, o in obs.items() if a in env.agents})
-        if name == "king_of_the_hill":
-            _to_centre(env, obs, actions, list(env.agents))
-        obs, *_ = env.step(actions)
+        obs, *_ = env.step(bot.act({a: o for a, o in obs.items() if a in env.agents}))
         if shown is None and worth(env.game_state()):
             shown = env.tick
     env.save_replay(path)

@@ -21,17 +21,30 @@ from nmmo.envs.landscape import NAME as LANDSCAPE
 DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
 #: The shipped neural baseline joins the demo when its package (torch, the [train] extra) is there.
 DEMO_BASELINE = "baseline:small"
+#: `nmmo demo --tasks`: the task-conditioned baseline beside the task-blind one, a forager and random,
+#: every agent holding a task of the set (default: the held-out tasks neither baseline trained on).
+TASK_BASELINE = "baseline:tasks"
+TASK_POLICIES = ["scripted:Forage", "random"]
 
 
-def demo_policies() -> list[str]:
-    """The scripted bots, and the shipped baseline when it can be loaded (it paints the replays'
-    value overlays); without torch the demo runs with the bots alone and says so."""
+def _loadable(spec: str) -> bool:
     from nmmo.policy import load_policy_class
 
     try:
-        load_policy_class(DEMO_BASELINE)
+        load_policy_class(spec)
     except ValueError as err:
-        console.print(f"(the demo runs without {DEMO_BASELINE}: {err})", highlight=False)
+        console.print(f"(the demo runs without {spec}: {err})", highlight=False)
+        return False
+    return True
+
+
+def demo_policies(tasks: bool = False) -> list[str]:
+    """The scripted bots, and the shipped baseline when it can be loaded (it paints the replays'
+    value overlays); without torch the demo runs with the bots alone and says so. With `tasks`: the
+    task baselines (`TASK_BASELINE`, `DEMO_BASELINE`), scripted:Forage and random."""
+    if tasks:
+        return [*(spec for spec in (TASK_BASELINE, DEMO_BASELINE) if _loadable(spec)), *TASK_POLICIES]
+    if not _loadable(DEMO_BASELINE):
         return list(DEMO_POLICIES)
     return [*DEMO_POLICIES[:2], DEMO_BASELINE, *DEMO_POLICIES[2:]]
 
@@ -60,13 +73,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                   f"{stats['fractions']['forest']:.2f}, {stats['reachable_fraction']:.0%} of walkable tiles "
                   f"reachable from spawns; preview {preview}")
     ticks = config.HORIZON if args.ticks is None else args.ticks
-    policies = demo_policies()
+    policies = demo_policies(bool(args.tasks))
+    ranking = ("task reward, every agent holding a task of the set '" + args.tasks + "' (the inspector shows it)"
+               if args.tasks else "lifetime then achievement")
     console.print(f"2. tournament: {', '.join(policies)} share {config.PLAYER_N} agents in equal shares with "
                   f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {ticks} "
-                  "ticks on held-out maps, ranked by lifetime then achievement, rated with TrueSkill")
+                  f"ticks on held-out maps, ranked by {ranking}, rated with TrueSkill")
     replays = args.out / "replays"
+    task_options = {"tasks": args.tasks, "metric": "task_reward", "anchor": "scripted:Forage"} if args.tasks else {}
     results = run_tournament(config, policies, episodes=args.episodes, ticks=ticks, seed=0,
-                             workers=args.workers, record_dir=str(replays))
+                             workers=args.workers, record_dir=str(replays), **task_options)
     print_tournament(wide_console(), results)
     paths = save_results(results, args.out)
     console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
@@ -97,6 +113,10 @@ def add_command_to(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
     demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where outputs go")
     demo.add_argument("--serve", action="store_true", help="end by serving the viewer on the first episode")
+    demo.add_argument("--tasks", nargs="?", const="heldout", default=None, metavar="SET",
+                      help="every agent holds a task (default set: heldout, tasks the baselines never trained "
+                           "on); baseline:tasks and baseline:small play beside scripted:Forage and random, ranked "
+                           "by task reward; the viewer's inspector shows each agent's task")
     from client_server.cli import add_server_flags
 
     add_server_flags(demo)

@@ -135,3 +135,25 @@ def test_tournaments_play_every_episode_at_the_fixed_hold():
         put(env, 0, env.game.center, env.game.center)
         while not env.done:
             env.step({})
+
+
+def test_a_vector_env_mixes_games_for_a_generalist():
+    from nmmo.envs.vector import VectorEnv
+
+    mix = ",".join(GAMES)
+    config = nmmo.config.resolve("race_to_centre").set("GAME_MIX", mix)
+    with VectorEnv(config, num_envs=len(GAMES) + 1, seed=0) as vec:
+        obs = vec.reset()
+        assert [env.game.name for env in vec._impl.block.envs] == [*GAMES, "race_to_centre"]
+        tasks = obs["task"].reshape(vec.num_envs, vec.slots, -1)[:, 0]
+        assert len({row.tobytes() for row in tasks[: len(GAMES)]}) == len(GAMES)  # each game's task shows
+        out = vec.step(np.zeros((vec.rows, 3), dtype=np.int64))
+        assert out.reward.shape == (vec.rows,)
+    with pytest.raises(ConfigError, match="GAME_MIX"):
+        nmmo.config.resolve("race_to_centre").set("GAME_MIX", "race_to_centre,chess").validate()
+
+
+def test_a_game_passes_pettingzoos_parallel_api_test():
+    from pettingzoo.test import parallel_api_test
+
+    parallel_api_test(nmmo.Env("protect_the_king", seed=0), num_cycles=300)

@@ -1,4 +1,4 @@
-"""`nmmo experiment population|maps|progression|tasks`, beside `nmmo experiment table1` in the same group.
+"""`nmmo experiment population|maps|progression|tasks|games`, beside `nmmo experiment table1` in the same group.
 
 Registered from `baselines.cli.add_commands` (the ``nmmo.commands`` entry point of the baselines
 package); torch is imported only when one of them runs.
@@ -12,15 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from baselines.experiments import maps, population, progression, tasks
+from baselines.experiments import games, maps, population, progression, tasks
 from baselines.experiments.run import Budget, reward_recipe
 from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
 
 #: Flags of every experiment that go into the command line recorded in the results file.
-RECORDED = ("config", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "seeds", "steps", "minutes",
-            "rows", "minibatch_agent_steps",
-            "eval_episodes", "eval_ticks",
-            "eval_seed", "out")
+RECORDED = ("config", "games", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "seeds", "steps",
+            "minutes", "rows", "minibatch_agent_steps", "eval_episodes", "eval_ticks", "eval_seed", "out")
 
 
 def budget_from(args: argparse.Namespace) -> Budget:
@@ -90,10 +88,18 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return _report(results, tasks.table, args.out, "tasks", args.quiet)
 
 
-def _common(parser: argparse.ArgumentParser, name: str, config: str, steps: int, seeds: tuple[int, ...],
+def _cmd_games(args: argparse.Namespace) -> int:
+    results = games.run_games(_seeds(args), budget_from(args), args.out, args.resume, command_line(args),
+                              games=tuple(args.games))
+    return _report(results, games.table, args.out, "games", args.quiet)
+
+
+def _common(parser: argparse.ArgumentParser, name: str, config: str | None, steps: int, seeds: tuple[int, ...],
             eval_episodes: int) -> None:
-    """The flags every experiment has, with its own defaults."""
-    parser.add_argument("--config", default=config, help="the base config (name, preset or TOML path)")
+    """The flags every experiment has, with its own defaults (`config` None: no --config, the
+    experiment's worlds are fixed)."""
+    if config is not None:
+        parser.add_argument("--config", default=config, help="the base config (name, preset or TOML path)")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(seeds), help="training seeds (a run per "
                         "condition and seed)")
     parser.add_argument("--steps", type=int, default=steps, help="agent-steps of training per run (every condition "
@@ -127,7 +133,7 @@ def _interrupted(args: argparse.Namespace, resume: str) -> str:
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    """`nmmo experiment population`, `maps`, `progression` and `tasks`."""
+    """`nmmo experiment population`, `maps`, `progression`, `tasks` and `games`."""
     group = command_group(subparsers, "experiment", "the paper's experiments as commands")
     recipe = f"Reward: {reward_recipe()}."
     pop = add_command(group, "population", "the paper's population experiment (Fig. 5, Table 4): train with "
@@ -157,3 +163,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--curriculum", default=tasks.CURRICULUM, choices=("", "edge"), help="how training draws the "
                      "tasks (TASK_CURRICULUM; '' by the specs' weights); the same for both arms")
     gen.set_defaults(func=_cmd_tasks, interrupted=_interrupted)
+    mini = add_command(group, "games", "minigames: a specialist per game and one generalist across them, each on the "
+                       "same agent-steps; their win rate against random teams in each game, beside the scripted bots")
+    _common(mini, "games", None, games.DEFAULT_STEPS, games.SEEDS, games.EVAL_EPISODES)
+    mini.add_argument("--games", nargs="+", default=list(games.GAMES), choices=list(games.GAMES),
+                      help="the games: a specialist for each, the generalist plays them all")
+    mini.set_defaults(func=_cmd_games, interrupted=_interrupted)

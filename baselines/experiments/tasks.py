@@ -42,11 +42,12 @@ HELDOUT_TASKS = "heldout"
 CURRICULUM = "edge"
 SEEDS = (0, 1, 2)
 ARMS = ("conditioned", "blind")
-#: Agent-steps of the default budget: about 20 minutes per run on this 2-core VM. Measured with
-#: `nmmo train --config train_small --tasks train` at the experiments' settings (8 envs, one minibatch
-#: per 256 live agent-steps, one torch thread): 1.0k to 1.5k agent-steps/s end to end while other
-#: jobs shared the machine (docs/experiments.md, "Task generalization").
-DEFAULT_STEPS = 1_500_000
+#: Agent-steps of the default budget: about 20 minutes per run on this 2-core VM. Measured on
+#: 2026-11-26 in this experiment's own runs (`nmmo train --config train_small --tasks train
+#: --task-curriculum edge` at the experiments' settings: 8 envs, one minibatch per 256 live
+#: agent-steps, one torch thread): 2.6k to 3.6k agent-steps/s end to end with the other core idle
+#: or lightly used, 0.8k to 1.7k while other jobs shared both cores (docs/experiments.md, "Task generalization").
+DEFAULT_STEPS = 3_000_000
 EVAL_EPISODES = 4
 #: The share of the last iterations whose ended lives give the training-set completion.
 TAIL = 0.1
@@ -170,7 +171,22 @@ def summarize(results: dict[str, Any], runs: list[Run]) -> dict[str, Any]:
                      "completion": _arm_cells(entries, "completion"), "progress": _arm_cells(entries, "progress"),
                      "train_completion": seed_interval([e["eval"]["train_completion"] for e in entries]),
                      "tags": {tag: seed_interval([tag_mean(e, tag) for e in entries]) for tag in tags}})
-    return {"rows": rows, "tags": tags, "verdict": verdict(rows)}
+    paired = paired_difference(groups)
+    return {"rows": rows, "tags": tags, "difference": paired, "verdict": verdict(rows, paired)}
+
+
+def paired_difference(groups: dict[str, list[dict]]) -> dict[str, Any]:
+    """Held-out completion, conditioned minus blind, per seed (the two runs of a seed play the same
+    evaluation episodes: same maps, same task draws), with a t interval over seeds."""
+    def score(entry: dict) -> float | None:
+        return float(np.mean(entry["eval"]["completion"])) if entry["eval"]["completion"] else None
+
+    arms = {arm: {e["seed"]: score(e) for e in entries} for arm, entries in groups.items()}
+    if set(arms) != set(ARMS):
+        return seed_interval([])
+    seeds = [s for s in arms["conditioned"] if s in arms["blind"] and None not in (arms["conditioned"][s],
+                                                                                 arms["blind"][s])]
+    return seed_interval([arms["conditioned"][s] - arms["blind"][s] for s in seeds])
 
 
 def disjoint(a: dict, b: dict) -> bool | None:
@@ -180,8 +196,9 @@ def disjoint(a: dict, b: dict) -> bool | None:
     return a["high"] < b["low"] or b["high"] < a["low"]
 
 
-def verdict(rows: list[dict]) -> list[str]:
-    """Plain sentences: held-out completion of the arms, whether their intervals are disjoint."""
+def verdict(rows: list[dict], paired: dict | None = None) -> list[str]:
+    """Plain sentences: held-out completion of the arms, whether their intervals are disjoint, and
+    the paired difference per seed."""
     arms = {row["arm"]: row for row in rows}
     if set(arms) != set(ARMS):
         return ["Incomplete: both arms are needed for a verdict."]
@@ -197,6 +214,10 @@ def verdict(rows: list[dict]) -> list[str]:
         how = ("intervals disjoint: a difference at 95 %" if apart else "intervals overlap: no difference shown"
                if apart is not None else "one seed per arm: no interval")
         out.append(f"{what}: conditioned {fmt(a, 3)}, blind {fmt(b, 3)}; conditioned is {better} ({how}).")
+    if paired and paired.get("low") is not None:
+        excludes = paired["low"] > 0 or paired["high"] < 0
+        out.append(f"Paired by seed (same evaluation episodes), conditioned - blind held-out completion: "
+                   f"{fmt(paired, 3)} ({'excludes' if excludes else 'includes'} 0).")
     main = disjoint(arms["conditioned"]["completion"], arms["blind"]["completion"])
     gain = (arms["conditioned"]["completion"]["mean"] or 0.0) > (arms["blind"]["completion"]["mean"] or 0.0)
     if main and gain:
@@ -248,12 +269,13 @@ def plot(results: dict[str, Any], runs: list[Run], path: Path) -> Path:
     ax.set_title("held-out completion by tag")
     ax = axes[2]
     for arm, entries in groups.items():
-        for entry in entries:
+        for k, entry in enumerate(entries):
             curve = [(s, c) for s, c, _ in entry["eval"]["train_curve"] if c is not None]
             if curve:
                 x, y = zip(*curve, strict=True)
-                ax.plot(x, y, color=colours.get(arm, "C2"), alpha=0.6)
-    ax.set_title("training-set completion (lives ended per iteration)")
+                ax.plot(x, y, color=colours.get(arm, "C2"), alpha=0.6, label=arm if k == 0 else None)
+    ax.legend(fontsize=8)
+    ax.set_title("training-set completion (each arm's curriculum draws)")
     label_agent_steps(ax)
     fig.tight_layout()
     return save_figure(fig, path)

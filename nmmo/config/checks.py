@@ -28,6 +28,10 @@ def check_combinations(config: Config) -> None:
         raise ConfigError(f"TASK_ASSIGN must be 'agent' or 'team', got {config.TASK_ASSIGN!r}")
     if config.GAME and config.GAME not in GAME_NAMES:
         raise ConfigError(f"GAME={config.GAME!r} is not a minigame; choose one of {', '.join(GAME_NAMES)}")
+    mix = [name.strip() for name in config.GAME_MIX.split(",")] if config.GAME_MIX else []
+    if mix and (any(name not in GAME_NAMES for name in mix) or config.GAME != mix[0]):
+        raise ConfigError(f"GAME_MIX={config.GAME_MIX!r} must list minigames ({', '.join(GAME_NAMES)}) and start "
+                          f"with GAME={config.GAME!r}")
     if config.GAME and config.TASKS and config.TASKS != f"<{config.GAME}>":  # the marker an env with the game sets
         raise ConfigError(f"GAME={config.GAME!r} brings its own team tasks; TASKS={config.TASKS!r} cannot be set too")
     window = 2 * config.PLAYER_VISION_RADIUS + 1

@@ -104,6 +104,10 @@ class Config:
     """A curriculum: the game's difficulty adapts between the episodes of one env to the wins so far
     (king of the hill: the hold duration, `nmmo.games.centre.HOLD_SCHEDULE`); False (tournaments,
     evaluation): every episode is played at the fixed difficulty."""
+    GAME_MIX: str = ""
+    """Vector envs: a comma-separated list of minigames, env k of a `VectorEnv` playing the k-th (in
+    turn) on its canonical config (a generalist's training; they share one observation layout);
+    empty: every env plays this config. GAME must be the first of the list."""
     GAME_HOLD: int = 30
     """King of the hill: ticks a team holds the centre to win, when GAME_ADAPTIVE is off."""
     GAME_FOG_ONSET: int = 32

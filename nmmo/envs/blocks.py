@@ -75,6 +75,18 @@ def fused_fills(config: Config) -> set[str]:
     return {"task"} if config.has_tasks() and not nobody_returns(config) else set()
 
 
+def member_configs(config: Config, first: int, count: int) -> list[Config]:
+    """The configs of envs `first .. first + count - 1` of a vector env: `config` for all, or with
+    GAME_MIX each env's game of the list in turn (its canonical config, the curriculum as `config`'s)."""
+    if not config.GAME_MIX:
+        return [config] * count
+    from nmmo import config as config_module
+
+    names = [name.strip() for name in config.GAME_MIX.split(",")]
+    games = {name: config_module.resolve(name).set("GAME_ADAPTIVE", config.GAME_ADAPTIVE) for name in names}
+    return [games[names[(first + k) % len(names)]] for k in range(count)]
+
+
 def make_block(config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
                env: type | str | None = None, engine: str = "fused"):
     """The block of envs one process (or Ray actor) steps: a `FusedBlock` or an `EnvBlock`."""
@@ -91,7 +103,8 @@ class EnvBlock:
     def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
                  env: type | str | None = None) -> None:
         env_class = load_env_class(env)
-        self.envs = [env_class(config, seed=s) for s in seeds]
+        configs = member_configs(config, start_row // config.PLAYER_N, len(seeds))
+        self.envs = [env_class(c, seed=s) for c, s in zip(configs, seeds, strict=True)]
         self.slots = config.PLAYER_N
         self.buffers, self.start = buffers, start_row
         self.nobody_returns = nobody_returns(config)

@@ -133,6 +133,16 @@ class _Processes:
         self.procs, self.pipes = [], []
 
 
+def _check_mix(config: Config) -> None:
+    """A mix of games (GAME_MIX) needs one observation layout and population for all of them."""
+    from nmmo.envs.blocks import member_configs
+
+    names = config.GAME_MIX.split(",") if config.GAME_MIX else []
+    for member in member_configs(config, 0, len(names)):
+        if obs_layout(member) != obs_layout(config) or member.PLAYER_N != config.PLAYER_N:
+            raise ValueError(f"GAME_MIX: {member.name} does not share {config.name}'s observation layout and PLAYER_N")
+
+
 class VectorEnv:
     """K copies of an env config stepped together: in this process (``workers=0``), across worker
     processes (``workers=N``) or across Ray actors (``backend="ray"``, ``workers`` actors; pass
@@ -159,6 +169,7 @@ class VectorEnv:
                  engine: str | None = None) -> None:
         self.config = config_module.resolve(config).validate()
         load_env_class(env)  # fail here, naming the problem, rather than in a worker
+        _check_mix(self.config)
         self.engine = resolve_engine(engine, env, self.config)
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")

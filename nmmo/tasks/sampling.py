@@ -43,6 +43,14 @@ class TaskSampler:
     def update(self, task: np.ndarray, completed: np.ndarray) -> None:
         """Outcomes of ended lifetimes: the spec index each held and whether it completed it."""
 
+    def outcomes(self, task, completed) -> tuple[np.ndarray, np.ndarray]:
+        """`update`'s arguments as arrays, checked (ValueError naming what is wrong)."""
+        task, completed = np.asarray(task, dtype=np.int64), np.asarray(completed, dtype=np.float64)
+        if task.shape != completed.shape or (task.size and (task.min() < 0 or task.max() >= len(self.tasks))):
+            raise ValueError(f"update takes spec indices in [0, {len(self.tasks)}) and as many outcomes; "
+                             f"got {task.shape} and {completed.shape}")
+        return task, completed
+
 
 class CurriculumSampler(TaskSampler):
     """Weights each spec by how rarely it is completed: weight x (1 - completion rate) + `floor`
@@ -63,10 +71,7 @@ class CurriculumSampler(TaskSampler):
         return weights / weights.sum()
 
     def update(self, task: np.ndarray, completed: np.ndarray) -> None:
-        task, completed = np.asarray(task, dtype=np.int64), np.asarray(completed, dtype=np.float64)
-        if task.shape != completed.shape or (task.size and (task.min() < 0 or task.max() >= len(self.tasks))):
-            raise ValueError(f"update takes spec indices in [0, {len(self.tasks)}) and as many outcomes; "
-                             f"got {task.shape} and {completed.shape}")
+        task, completed = self.outcomes(task, completed)
         for index, outcome in zip(task.tolist(), completed.tolist(), strict=True):
             self.rate[index] = self.decay * self.rate[index] + (1.0 - self.decay) * outcome
 
@@ -100,10 +105,7 @@ class EdgeSampler(TaskSampler):
         return weights / weights.sum()
 
     def update(self, task: np.ndarray, completed: np.ndarray) -> None:
-        task, completed = np.asarray(task, dtype=np.int64), np.asarray(completed, dtype=np.float64)
-        if task.shape != completed.shape or (task.size and (task.min() < 0 or task.max() >= len(self.tasks))):
-            raise ValueError(f"update takes spec indices in [0, {len(self.tasks)}) and as many outcomes; "
-                             f"got {task.shape} and {completed.shape}")
+        task, completed = self.outcomes(task, completed)
         for index, outcome in zip(task.tolist(), completed.tolist(), strict=True):
             self.lives[index] += 1
             step = 1.0 / min(self.lives[index] + 2, self.window)
