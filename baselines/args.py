@@ -150,8 +150,8 @@ PRESETS: dict[str, dict] = {
                  "teacher": "scripted:Combat", "teacher_steps": 3_000_000, "out": "out/small"},
     },
     "tasks": {
-        "about": "the shipped baseline:tasks: task-conditioned, on the train task set with the edge curriculum, "
-                 "3M agent-steps on train_small (about 20 minutes on 2 cores)",
+        "about": "a task-conditioned agent on the train task set with the edge curriculum, 3M agent-steps on "
+                 "train_small (about 20 minutes on 2 cores; not shipped yet: docs/experiments.md says why)",
         "args": {"config": "train_small", "tasks": "train", "task_curriculum": "edge", "total_steps": 3_000_000,
                  "minutes": 60.0, "minibatches": 16, "minibatch_agent_steps": 256, "threads": 1, "seed": 0,
                  "out": "out/tasks"},
