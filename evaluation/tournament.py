@@ -36,7 +36,7 @@ from evaluation.episode import (
     run_episodes,
     with_horizon,
 )
-from evaluation.metrics import METRICS, TASK_METRICS, aggregate_by_policy, aggregate_teams, check_metric
+from evaluation.metrics import GAME_METRICS, METRICS, TASK_METRICS, aggregate_by_policy, aggregate_teams, check_metric
 from evaluation.rating import ANCHOR, BETA, Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.sandbox import Limits
 from evaluation.submission import Faults, check_spec
@@ -163,6 +163,8 @@ def with_tasks(config: Config, tasks: str | None, metrics: Sequence[str | None] 
     needs = [m for m in metrics if m in TASK_METRICS]
     if needs and not config.has_tasks():
         raise ValueError(f"the metric {needs[0]!r} needs tasks: pass tasks (--tasks SET) or a config with TASKS")
+    if any(m in GAME_METRICS for m in metrics) and not config.GAME:
+        raise ValueError("the metric 'win' needs a minigame: pass --game NAME (or a config with GAME)")
     if config.GAME:
         from nmmo.games import GAMES
 

@@ -157,3 +157,31 @@ def test_a_game_passes_pettingzoos_parallel_api_test():
     from pettingzoo.test import parallel_api_test
 
     parallel_api_test(nmmo.Env("protect_the_king", seed=0), num_cycles=300)
+
+
+def test_a_mix_keeps_the_training_settings_and_win_needs_a_game(tmp_path):
+    from evaluation.tournament import run_tournament
+    from nmmo.envs.blocks import member_configs
+
+    config = nmmo.config.resolve("race_to_centre").update(
+        {"GAME_MIX": "race_to_centre,sandwich", "GAME_ADAPTIVE": True, "TASK_REWARD": 2.0, "PATH_MAPS": str(tmp_path)})
+    members = member_configs(config, 1, 2)
+    assert [m.GAME for m in members] == ["sandwich", "race_to_centre"]
+    assert all(m.GAME_ADAPTIVE and m.TASK_REWARD == 2.0 and m.PATH_MAPS == str(tmp_path) for m in members)
+    assert members[0].HORIZON == nmmo.config.resolve("sandwich").HORIZON  # the rest is the game's own
+    with pytest.raises(ValueError, match="'win' needs a minigame"):
+        run_tournament("train_small", ["random"], episodes=1, ticks=5, workers=0, progress=False, metric="win")
+    with pytest.raises(ConfigError, match="PLAYER_RESPAWN = false"):
+        nmmo.config.resolve("protect_the_king").set("PLAYER_RESPAWN", True).validate()
+
+
+def test_a_replay_refuses_to_record_game_states_a_reader_would_refuse(tmp_path, monkeypatch):
+    from nmmo.io.replay import ReplayError
+
+    env = nmmo.Env("race_to_centre", seed=0, record=True)
+    env.reset()
+    monkeypatch.setattr(env.game, "state", lambda state: {"alive": list(range(2000))})  # > 1024 entries a list
+    env.step({})
+    with pytest.raises(ReplayError, match="cannot hold this game's states"):
+        env.save_replay(tmp_path / "big.replay")
+    assert not (tmp_path / "big.replay").exists()

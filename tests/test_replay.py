@@ -322,3 +322,28 @@ def test_a_hostile_game_header_is_refused_and_a_file_without_game_states_loads(t
     assert load_replay(write(meta)).games is None  # older files: no game states
     with pytest.raises(ReplayError, match="'game' is not a game's name and title"):
         load_replay(write({**meta, "game": {"name": ["king"], "title": "x"}}))
+
+
+def test_game_states_that_would_swell_in_memory_count_against_the_limit(tmp_path):
+    """A small file of many empty frames (`{}` parses to a 64-byte dict) is refused by `max_bytes`
+    before anything is parsed, and a loaded replay counts its game states at their parsed size."""
+    from nmmo.io.replay import decoded_bytes, games_memory
+
+    _, path, _ = recorded_game_run(tmp_path, ticks=3)
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    meta = json.loads(arrays["header"].tobytes())
+    frames = 2_000_000
+    meta.update(ticks=frames - 1, slots=0)
+    arrays["header"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    for key in [k for k in arrays if k.startswith("f_")]:
+        arrays[key] = np.zeros((frames, 0), dtype=arrays[key].dtype)
+    arrays["games"] = np.frombuffer(("[" + ",".join(["{}"] * frames) + "]").encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    (tmp_path / "swell.replay").write_bytes(buffer.getvalue())
+    assert decoded_bytes(tmp_path / "swell.replay") >= games_memory(arrays["games"].nbytes, meta) > 100 * 2**20
+    with pytest.raises(ReplayError, match="over the 100 MiB limit"):
+        load_replay(tmp_path / "swell.replay", max_bytes=100 * 2**20)
+    replay = load_replay(path)
+    assert replay.nbytes >= games_memory(1, replay.header)  # the game states are counted

@@ -28,6 +28,9 @@ def check_combinations(config: Config) -> None:
         raise ConfigError(f"TASK_ASSIGN must be 'agent' or 'team', got {config.TASK_ASSIGN!r}")
     if config.GAME and config.GAME not in GAME_NAMES:
         raise ConfigError(f"GAME={config.GAME!r} is not a minigame; choose one of {', '.join(GAME_NAMES)}")
+    if config.GAME == "protect_the_king" and config.PLAYER_RESPAWN:
+        raise ConfigError("GAME='protect_the_king' needs PLAYER_RESPAWN = false: a king is a team's first agent, "
+                          "and a fallen team must stay out")
     mix = [name.strip() for name in config.GAME_MIX.split(",")] if config.GAME_MIX else []
     if mix and (any(name not in GAME_NAMES for name in mix) or config.GAME != mix[0]):
         raise ConfigError(f"GAME_MIX={config.GAME_MIX!r} must list minigames ({', '.join(GAME_NAMES)}) and start "

@@ -75,15 +75,21 @@ def fused_fills(config: Config) -> set[str]:
     return {"task"} if config.has_tasks() and not nobody_returns(config) else set()
 
 
+#: What a mix of games (GAME_MIX) takes from the vector env's config; everything else is each game's
+#: canonical config (its map, teams, horizon and rules).
+MIX_CARRIES = ("GAME_ADAPTIVE", "TASK_CURRICULUM", "TASK_REWARD", "TASK_SURVIVAL_REWARD", "PATH_MAPS")
+
+
 def member_configs(config: Config, first: int, count: int) -> list[Config]:
     """The configs of envs `first .. first + count - 1` of a vector env: `config` for all, or with
-    GAME_MIX each env's game of the list in turn (its canonical config, the curriculum as `config`'s)."""
+    GAME_MIX each env's game of the list in turn (its canonical config, with `MIX_CARRIES` from `config`)."""
     if not config.GAME_MIX:
         return [config] * count
     from nmmo import config as config_module
 
     names = [name.strip() for name in config.GAME_MIX.split(",")]
-    games = {name: config_module.resolve(name).set("GAME_ADAPTIVE", config.GAME_ADAPTIVE) for name in names}
+    carried = {key: getattr(config, key) for key in MIX_CARRIES}
+    games = {name: config_module.resolve(name).update(carried) for name in names}
     return [games[names[(first + k) % len(names)]] for k in range(count)]
 
 

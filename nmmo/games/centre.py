@@ -23,7 +23,7 @@ def open_centre(state: State, center: int, half: int) -> None:
     water or stone there; the lines reach the spawn ring on all four sides)."""
     tiles = state.tiles
     cross = np.zeros(tiles.material.shape, dtype=bool)
-    cross[center - half: center + half, center] = cross[center, center - half: center + half] = True
+    cross[center - half: center + half + 1, center] = cross[center, center - half: center + half + 1] = True
     blocked = cross & np.isin(tiles.material, (Material.WATER, Material.STONE))
     if blocked.any():
         tiles.material[blocked] = Material.GRASS

@@ -106,6 +106,35 @@ def quantize(heatmap: np.ndarray) -> tuple[np.ndarray, float, float]:
     return np.rint((heatmap - low) * scale).astype(np.uint8), low, high
 
 
+#: The game states' member: at most this many bytes per frame (a game's is ~200), and this many in all.
+MAX_GAME_FRAME_BYTES, MAX_GAME_BYTES = 4096, 64 * 2**20
+#: A game state document: at most this many keys, list entries and string characters.
+MAX_GAME_KEYS, MAX_GAME_LIST, MAX_GAME_TEXT = 32, 1024, 100
+
+
+def _scalar(value) -> bool:
+    """null, a boolean, an integer, a finite number (JSON's NaN and Infinity are not) or a short string."""
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
+    return value is None or isinstance(value, (bool, int)) or (isinstance(value, str) and len(value) <= MAX_GAME_TEXT)
+
+
+def game_document(value) -> bool:
+    """A game state as the viewer reads it: an object of at most MAX_GAME_KEYS short names, each a
+    number, short string or null, or a list (at most MAX_GAME_LIST) of those (plain numbers only)."""
+    if not isinstance(value, dict) or len(value) > MAX_GAME_KEYS:
+        return False
+    for key, entry in value.items():
+        if len(key) > MAX_GAME_TEXT:
+            return False
+        if isinstance(entry, list):
+            if len(entry) > MAX_GAME_LIST or not all(_scalar(item) and not isinstance(item, str) for item in entry):
+                return False
+        elif not _scalar(entry):
+            return False
+    return True
+
+
 @dataclass
 class Recorder:
     """Collects frames, tile changes and overlay changes during a run."""
@@ -207,7 +236,13 @@ class Recorder:
         arrays["overlay_data"] = (np.stack([e[2] for e in self.overlay_events]) if self.overlay_events
                                   else np.zeros((0, size, size), dtype=np.uint8))
         if self.games is not None:  # one JSON list: a document per frame (read by `nmmo.io.replay`)
-            arrays["games"] = np.frombuffer(json.dumps(self.games, separators=(",", ":")).encode(), dtype=np.uint8)
+            text = json.dumps(self.games, separators=(",", ":")).encode()
+            limit = min(MAX_GAME_BYTES, len(self.games) * MAX_GAME_FRAME_BYTES)
+            if len(text) > limit or not all(game_document(game) for game in self.games):  # what a reader accepts
+                raise ReplayError(path, f"cannot hold this game's states ({len(text)} bytes for {len(self.games)} "
+                                        f"frames, at most {limit}; at most {MAX_GAME_LIST} entries a list): a game "
+                                        "with fewer teams records")
+            arrays["games"] = np.frombuffer(text, dtype=np.uint8)
         header = {**self.header, "format": FORMAT, "version": VERSION, "ticks": ticks,
                   "slots": int(self.frames[0]["id"].size), "size": size, "overlays": names,
                   "fields": list(FIELDS), "events": [event.name for event in Event]}

@@ -34,12 +34,15 @@ from nmmo.io.recording import (  # noqa: F401
     ADDED_IN,
     FIELDS,
     FORMAT,
+    MAX_GAME_BYTES,
+    MAX_GAME_FRAME_BYTES,
     MISSING,
     TASK_FIELDS,
     VERSION,
     Recorder,
     ReplayError,
     capture,
+    game_document,
     quantize,
 )
 
@@ -126,10 +129,6 @@ def _require(ok: bool, path: Path, reason: str) -> None:
 # ------------------------------------------------------------------ reading
 #: Largest header a replay may have (its JSON: the config TOML, policy names); bigger is refused unread.
 MAX_HEADER_BYTES = 2**20
-#: The game states' member: at most this many bytes per frame (a game's is ~200), and this many in all.
-MAX_GAME_FRAME_BYTES, MAX_GAME_BYTES = 4096, 64 * 2**20
-#: A game state document: at most this many keys, list entries and string characters.
-MAX_GAME_KEYS, MAX_GAME_LIST, MAX_GAME_TEXT = 32, 1024, 100
 
 
 class _Archive:
@@ -182,9 +181,16 @@ class _Archive:
     def decoded_bytes(self, header: dict) -> int:
         """What the arrays take once decoded: every member but the header, and the fields an older
         version lacks (made as zeros)."""
-        size = sum(member.nbytes for name, member in self.members.items() if name != "header")
+        size = sum(member.nbytes for name, member in self.members.items() if name not in ("header", "games"))
         cells = (header["ticks"] + 1) * header["slots"]
-        return size + sum(cells * FIELDS[name].itemsize for name in _zero_fields(self, header))
+        games = games_memory(self.members["games"].nbytes, header) if "games" in self.members else 0
+        return size + games + sum(cells * FIELDS[name].itemsize for name in _zero_fields(self, header))
+
+
+def games_memory(json_bytes: int, header: dict) -> int:
+    """An upper bound on what the game states take once parsed into Python objects: JSON's
+    smallest forms grow about twentyfold (``{}`` is a 64-byte dict), and every frame holds one."""
+    return 24 * json_bytes + 256 * (header["ticks"] + 1)
 
 
 def _check_header(path: Path, header) -> dict:
@@ -255,29 +261,6 @@ def _check_shapes(archive: _Archive, header: dict) -> None:
              path, "is corrupt: the event log is not (tick, slot, event, value) rows")
 
 
-def _scalar(value) -> bool:
-    """null, a boolean, an integer, a finite number (JSON's NaN and Infinity are not) or a short string."""
-    if isinstance(value, float):
-        return bool(np.isfinite(value))
-    return value is None or isinstance(value, (bool, int)) or (isinstance(value, str) and len(value) <= MAX_GAME_TEXT)
-
-
-def _game_document(value) -> bool:
-    """A game state as the viewer reads it: an object of at most MAX_GAME_KEYS short names, each a
-    number, short string or null, or a list (at most MAX_GAME_LIST) of those (plain numbers only)."""
-    if not isinstance(value, dict) or len(value) > MAX_GAME_KEYS:
-        return False
-    for key, entry in value.items():
-        if len(key) > MAX_GAME_TEXT:
-            return False
-        if isinstance(entry, list):
-            if len(entry) > MAX_GAME_LIST or not all(_scalar(item) and not isinstance(item, str) for item in entry):
-                return False
-        elif not _scalar(entry):
-            return False
-    return True
-
-
 def _read_games(archive: _Archive, header: dict) -> list[dict] | None:
     """The game state per frame (the ``games`` member, untrusted: its size, JSON, one document per
     frame, each `_game_document`); None when the file has none."""
@@ -295,7 +278,7 @@ def _read_games(archive: _Archive, header: dict) -> list[dict] | None:
         raise ReplayError(path, f"is corrupt: its game states are not JSON ({type(err).__name__})") from None
     _require(isinstance(games, list) and len(games) == frames, path,
              f"is corrupt: its game states are not a list of {frames} (one per frame)")
-    _require(all(_game_document(game) for game in games), path,
+    _require(all(game_document(game) for game in games), path,
              "is corrupt: a game state is not an object of numbers, short strings and lists of numbers")
     return games
 
@@ -325,5 +308,5 @@ def load_replay(path: str | os.PathLike, max_bytes: int | None = None) -> Replay
         games = _read_games(archive, header)
         replay = Replay(header, archive.read("material"), fields, *events, entity_events=logged)
         replay.games = games
-        replay.games_nbytes = 10 * archive.members["games"].nbytes if games is not None else 0  # Python objects
+        replay.games_nbytes = games_memory(archive.members["games"].nbytes, header) if games is not None else 0
         return replay
