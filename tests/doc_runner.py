@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 #: Pages whose code runs: the tutorials and the hand-written introduction pages.
 PAGES = sorted([DOCS / "index.md", DOCS / "install.md", DOCS / "concepts.md", DOCS / "interfaces.md",
-                DOCS / "coming_from.md", DOCS / "tasks.md", DOCS / "games.md",
+                DOCS / "coming_from.md", DOCS / "tasks.md", DOCS / "games.md", DOCS / "games_centre.md",
                 *(DOCS / "tutorials").glob("*.md"), *(DOCS / "trainers").glob("*.md")])
 
 RUN_MARKER = "<!-- run -->"
