@@ -38,6 +38,7 @@ from nmmo.envs.vector import METRIC_NAMES, VectorEnv
 from nmmo.io.files import atomic_write_bytes, remove_stale_temps
 from nmmo.policy import load_policy_class
 from nmmo.tasks import EMBEDDING_SIZE
+from nmmo.tasks.spec import task_set_key
 
 
 def save_checkpoint(path: Path, model: Policy, optimizer, args: Args, step: int, iteration: int, config,
@@ -111,8 +112,7 @@ def train(args: Args) -> dict:
     if args.game:  # a minigame (its canonical config, Args.__post_init__) with its curriculum on
         config.set("GAME_ADAPTIVE", True)
     if args.tasks:  # every agent draws a task; the network reads its embedding
-        config.set("TASKS", str(Path(args.tasks).resolve()) if Path(args.tasks).suffix in (".toml", ".json")
-                   else args.tasks)
+        config.set("TASKS", task_set_key(args.tasks))
         config.set("TASK_CURRICULUM", args.task_curriculum)  # every env draws through it (nmmo.envs.tasking)
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
                     ray_address=args.ray_address, env=args.env)

@@ -23,6 +23,12 @@ GAME_METRICS: tuple[str, ...] = ("win",)
 RANKING_METRICS: tuple[str, ...] = (*METRICS, *TASK_METRICS, *GAME_METRICS)
 TASK_LABELS = {"task_reward": "Task Reward", "task_completion": "Task Done", "win": "Win"}
 
+
+def present_metrics(row: Mapping[str, Any]) -> list[str]:
+    """The metrics a {metric: cell} row of a result holds, in table order: `METRICS`, then the task
+    and game metrics it has (a run with tasks, a minigame)."""
+    return [*METRICS, *(name for name in (*TASK_METRICS, *GAME_METRICS) if name in row)]
+
 #: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (beyond: 30's).
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,

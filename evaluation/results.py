@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.faults import FAULT_KINDS, MAX_MESSAGES, Faults
-from evaluation.metrics import GAME_METRICS, METRICS, RANKING_METRICS, TASK_METRICS, TEAM_METRICS
+from evaluation.metrics import METRICS, RANKING_METRICS, TEAM_METRICS, present_metrics
 from evaluation.rating import Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.tournament import FORMAT, FORMAT_VERSION, leaderboard
 from nmmo.config import Config
@@ -86,9 +86,8 @@ def _fault_columns(record: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _names(results: dict[str, Any]) -> list[str]:
-    """The metrics of a result: `METRICS`, and `TASK_METRICS` when it ran with tasks."""
-    first = next(iter(results["metrics"].values()))
-    return [*METRICS, *(name for name in (*TASK_METRICS, *GAME_METRICS) if name in first)]
+    """The metrics of a result (`present_metrics` of its first policy's row)."""
+    return present_metrics(next(iter(results["metrics"].values())))
 
 
 def _tournament_tables(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -284,9 +283,7 @@ def _check_metric_table(where: str, table: Any, policies: list[str], ticks: int,
     for policy in policies:
         row = table[policy]
         _require(isinstance(row, dict), f"{_at(where, policy)} must be an object")
-        optional = (*TASK_METRICS, *GAME_METRICS)
-        extra = tuple(name for name in optional if name in table[policies[0]]) if names == METRICS else ()
-        for name in (*names, *extra):
+        for name in present_metrics(table[policies[0]]) if names == METRICS else names:
             problem = _cell_problem(row.get(name), ticks if name in _LIFETIME_METRICS else None, name == "task_reward")
             if problem is not None:
                 keys, value, reason = problem

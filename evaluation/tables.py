@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evaluation.metrics import LABELS, METRICS, TASK_LABELS, TEAM_METRICS
+from evaluation.metrics import LABELS, METRICS, TASK_LABELS, TEAM_METRICS, present_metrics
 
 if TYPE_CHECKING:
     from evaluation.tournament import Standings
@@ -57,8 +57,7 @@ def label_legend(specs: list[str]) -> str | None:
 
 def metric_names(results: dict[str, Any]) -> list[str]:
     """The metrics a result holds: `METRICS`, and the task metrics with tasks on."""
-    first = next(iter(results["metrics"].values()), {})
-    return [*METRICS, *(name for name in TASK_LABELS if name in first)]  # task and game metrics, when there
+    return present_metrics(next(iter(results["metrics"].values()), {}))
 
 
 def label(name: str) -> str:

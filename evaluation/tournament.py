@@ -44,6 +44,7 @@ from evaluation.task_results import task_report
 from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.tasks import TaskSet, load_task_set
+from nmmo.tasks.spec import task_set_key
 
 FORMAT = "flatmmo-evaluation"
 FORMAT_VERSION = 2  # v2: equal shares dealt at random, a tie-break metric instead of random tie orders
@@ -159,7 +160,7 @@ def with_tasks(config: Config, tasks: str | None, metrics: Sequence[str | None] 
     """Turn tasks on in `config` (a shipped set's name or a file, made absolute so that worker
     processes find it) and return the set (None: tasks off); a task metric needs tasks."""
     if tasks is not None:
-        config.set("TASKS", str(Path(tasks).resolve()) if Path(tasks).suffix in (".toml", ".json") else str(tasks))
+        config.set("TASKS", task_set_key(tasks))
     needs = [m for m in metrics if m in TASK_METRICS]
     if needs and not config.has_tasks():
         raise ValueError(f"the metric {needs[0]!r} needs tasks: pass tasks (--tasks SET) or a config with TASKS")

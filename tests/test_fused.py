@@ -205,20 +205,20 @@ def test_worker_processes_run_fused_blocks():
             obs = here.buffers
 
 
-def test_fused_blocks_on_ray_survive_a_killed_actor(ray_session):
-    config = respawning().set("HORIZON", 12)  # an auto-reset before the kill at step 17
+def check_killed_actor(config: cfg.Config, ray, record=outputs) -> None:
+    """The same run on the loop engine in this process and on 2 Ray actors, one killed at step 17
+    (HORIZON 12: after an auto-reset): the same `record(out)` every step, and one replacement."""
 
     def rollout(**backend):
-        rng = np.random.default_rng(0)
-        trace = []
+        rng, trace = np.random.default_rng(0), []
         with VectorEnv(config, num_envs=3, seed=5, **backend) as vec:
             obs = vec.reset()
             for t in range(24):
                 if t == 17 and backend.get("backend") == "ray":
-                    ray_session.kill(vec._impl.actors[0])
+                    ray.kill(vec._impl.actors[0])
                 out = vec.step(random_actions(obs, rng))
                 obs = out.obs
-                trace.append(outputs(out))
+                trace.append(record(out))
             return trace, getattr(vec._impl, "replacements", 0)
 
     local, _ = rollout(engine="loop")
@@ -227,3 +227,7 @@ def test_fused_blocks_on_ray_survive_a_killed_actor(ray_session):
     for a, b in zip(local, remote, strict=True):
         for x, y in zip(a, b, strict=True):
             assert np.array_equal(x, y)
+
+
+def test_fused_blocks_on_ray_survive_a_killed_actor(ray_session):
+    check_killed_actor(respawning().set("HORIZON", 12), ray_session)

@@ -347,3 +347,16 @@ def test_game_states_that_would_swell_in_memory_count_against_the_limit(tmp_path
         load_replay(tmp_path / "swell.replay", max_bytes=100 * 2**20)
     replay = load_replay(path)
     assert replay.nbytes >= games_memory(1, replay.header)  # the game states are counted
+
+
+def test_a_replay_whose_entities_stand_off_the_map_is_refused(tmp_path):
+    path, *_ = recorded_run(tmp_path, ticks=5)
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    arrays["f_row"] = arrays["f_row"].copy()
+    arrays["f_row"][3, 0] = 10_000  # a delta that puts slot 0 far below the map from tick 3 on
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    (tmp_path / "off.replay").write_bytes(buffer.getvalue())
+    with pytest.raises(ReplayError, match="off the .* map"):
+        load_replay(tmp_path / "off.replay")

@@ -6,7 +6,7 @@ import pytest
 
 from nmmo.envs.buffers import TASK_FIELDS
 from nmmo.envs.vector import VectorEnv
-from tests.test_fused import LoneEnvs, check_restore, outputs, random_actions, respawning
+from tests.test_fused import LoneEnvs, check_killed_actor, check_restore, outputs, random_actions, respawning
 
 
 def with_tasks(config, tasks: str = "combat", **keys):
@@ -72,20 +72,4 @@ def test_worker_processes_carry_the_task_buffers():
 
 
 def test_ray_actors_with_tasks_survive_a_killed_actor(ray_session):
-    config = with_tasks(respawning()).set("HORIZON", 12)
-
-    def rollout(**backend):
-        rng, trace = np.random.default_rng(0), []
-        with VectorEnv(config, num_envs=3, seed=5, **backend) as vec:
-            obs = vec.reset()
-            for t in range(24):
-                if t == 17 and backend.get("backend") == "ray":
-                    ray_session.kill(vec._impl.actors[0])
-                out = vec.step(random_actions(obs, rng))
-                obs = out.obs
-                trace.append(task_outputs(out))
-            return trace
-
-    for a, b in zip(rollout(engine="loop"), rollout(workers=2, backend="ray"), strict=True):
-        for x, y in zip(a, b, strict=True):
-            assert np.array_equal(x, y)
+    check_killed_actor(with_tasks(respawning()).set("HORIZON", 12), ray_session, task_outputs)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmmo.config import Config
-from nmmo.envs.tasking import LifeLedger
+from nmmo.envs.tasking import LifeLedger, LifeRewards, task_outcomes
 from nmmo.tasks import EMBEDDING_SIZE, TaskState, TaskStep
 
 
@@ -38,8 +38,7 @@ class FusedTasks:
         task_set = worlds.envs[0].tasks.tasks  # every world's lone env loaded the same set
         self.state = TaskState(task_set, config, assign=config.TASK_ASSIGN, n_worlds=worlds.n_worlds)
         self.embeddings = np.zeros((self.rows, EMBEDDING_SIZE), dtype=np.float32)
-        self.life_reward = np.zeros(self.rows)  # each slot's task reward over its agent's life so far
-        self.life_id = np.full(self.rows, -1, dtype=np.int64)
+        self.life_rewards = LifeRewards(self.rows)
         self.step: TaskStep | None = None
         self.feeds = worlds.envs[0]._feeds_sampler  # the lone envs keep a curriculum: feed it
         self.lives = LifeLedger(self.rows)
@@ -53,17 +52,15 @@ class FusedTasks:
         self.state.reset(self.worlds.state, assignment=units, world_ticks=self.worlds.ticks())
         self.embeddings[:] = np.concatenate([env._task_embeddings for env in envs])
         self.step = None
-        self.life_reward[:] = 0.0
-        self.life_id[:] = self.worlds.state.entities.id[: self.rows]
-        self.lives.start(self.worlds.state.entities.alive[: self.rows], self.life_id)
+        ids = self.worlds.state.entities.id[: self.rows]
+        self.life_rewards.start(ids)
+        self.lives.start(self.worlds.state.entities.alive[: self.rows], ids)
 
     def evaluate(self) -> TaskStep:
         """Every world's tasks after a tick (a lone env's `Tasking._evaluate_tasks`)."""
         self.step = step = self.state.evaluate(self.worlds.state, self.worlds.ticks())
         ids = self.worlds.state.entities.id[: self.rows]
-        fresh = ids != self.life_id
-        self.life_reward[fresh], self.life_id[fresh] = 0.0, ids[fresh]
-        self.life_reward += step.rewards
+        self.life_rewards.add(ids, step.rewards)
         if self.feeds:
             ending = np.repeat(self.worlds.ticks() >= self.config.HORIZON, self.config.PLAYER_N)
             slots, completed = self.lives.ended(self.worlds.state.entities.alive[: self.rows], ids, step.completed,
@@ -80,11 +77,7 @@ class FusedTasks:
 
     def outcome(self, slots: np.ndarray) -> np.ndarray:
         """(len(slots), 4): task index, progress, completed, the life's task reward (`Env.task_status`)."""
-        step = self.step
-        progress = step.progress[slots] if step is not None else np.zeros(len(slots))
-        completed = step.completed[slots] if step is not None else np.zeros(len(slots), dtype=bool)
-        columns = [self.state.task[slots], progress, completed, self.life_reward[slots]]
-        return np.stack(columns, axis=1).astype(np.float64)
+        return task_outcomes(self.state.task, self.step, self.life_rewards, slots)
 
     def write(self, buffers: dict[str, np.ndarray], rows: slice, observed: np.ndarray) -> None:
         """The rows' task buffers, and the observation's task field of the `observed` slots (the

@@ -147,20 +147,14 @@ def add_completions(counts: np.ndarray, frame: dict[str, np.ndarray], previous: 
     done = (frame["task"] >= 0) & (frame["task_done"] > 0)
     if previous is not None:
         done &= ~((previous["id"] == frame["id"]) & (previous["task_done"] > 0))
-    done &= _on_map(frame, counts.shape[0])
     if done.any():
         size = counts.shape[0]
         np.add.at(counts.ravel(), frame["row"][done].astype(np.int64) * size + frame["col"][done], 1.0)
 
 
-def _on_map(frame: dict[str, np.ndarray], size: int) -> np.ndarray:
-    """Entities whose position lies on the map (a replay's frames are untrusted input)."""
-    return (frame["row"] >= 0) & (frame["row"] < size) & (frame["col"] >= 0) & (frame["col"] < size)
-
-
 def add_visits(counts: np.ndarray, frame: dict[str, np.ndarray]) -> None:
     """Count one visit on the tile of every live player of `frame` (one entity per tile)."""
-    players = frame["alive"].astype(bool) & (frame["kind"] == 0) & _on_map(frame, counts.shape[0])
+    players = frame["alive"].astype(bool) & (frame["kind"] == 0)
     size = counts.shape[0]
     counts.ravel()[frame["row"][players].astype(np.int64) * size + frame["col"][players]] += 1.0
 

@@ -90,6 +90,31 @@ class LifeLedger:
         return slots, (self.completed if completed is None else completed)[slots]
 
 
+class LifeRewards:
+    """Each slot's task reward over its agent's life so far: it restarts when a new agent takes the
+    slot (what a lifetime that ends reports, `task_outcomes`)."""
+
+    def __init__(self, rows: int) -> None:
+        self.total = np.zeros(rows)
+        self.ids = np.full(rows, -1, dtype=np.int64)
+
+    def start(self, ids: np.ndarray) -> None:
+        self.total[:], self.ids[:] = 0.0, ids
+
+    def add(self, ids: np.ndarray, rewards: np.ndarray) -> None:
+        fresh = ids != self.ids
+        self.total[fresh], self.ids[fresh] = 0.0, ids[fresh]
+        self.total += rewards
+
+
+def task_outcomes(task: np.ndarray, step, lives: LifeRewards, slots: np.ndarray) -> np.ndarray:
+    """(len(slots), 4) float64 rows of (task index, progress, completed, the life's task reward) after
+    the last tick `step` (None before the first: no progress yet)."""
+    progress = step.progress[slots] if step is not None else np.zeros(len(slots))
+    completed = step.completed[slots] if step is not None else np.zeros(len(slots), dtype=bool)
+    return np.stack([task[slots], progress, completed, lives.total[slots]], axis=1).astype(np.float64)
+
+
 class Tasking:
     """The tasks half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the env
     keeps: ``config`` and ``realm``."""
@@ -118,8 +143,7 @@ class Tasking:
             self.config = copy.copy(self.config).set(
                 "TASKS", str(tasks) if isinstance(tasks, (str, Path)) else f"<{task_set.name}>")
         self.tasks = TaskState(task_set, self.config, assign=self.config.TASK_ASSIGN)
-        n = self.config.PLAYER_N
-        self._life_task_reward, self._life_id = np.zeros(n), np.full(n, -1, dtype=np.int64)
+        self._life_rewards = LifeRewards(self.config.PLAYER_N)
         self._task_embeddings = np.zeros((self.config.PLAYER_N, EMBEDDING_SIZE), dtype=np.float32)
 
     def _reset_tasks(self, episode_seed: int, options: dict | None) -> None:
@@ -138,9 +162,9 @@ class Tasking:
         except ValueError as err:
             raise ValueError(f"options['tasks'] (or the sampler's draw): {err}") from None
         self._task_step = None
-        self._life_task_reward[:] = 0.0
-        self._life_id[:] = self.realm.state.entities.id[: self.config.PLAYER_N]
-        self._lives.start(self.realm.state.entities.alive[: self.config.PLAYER_N], self._life_id)
+        ids = self.realm.state.entities.id[: self.config.PLAYER_N]
+        self._life_rewards.start(ids)
+        self._lives.start(self.realm.state.entities.alive[: self.config.PLAYER_N], ids)
         encode = self.task_encoder
         table = self.tasks.slot_embeddings() if encode is None else np.asarray(
             encode(self.tasks.tasks, self.tasks.task), dtype=np.float32)
@@ -153,9 +177,7 @@ class Tasking:
             return
         self._task_step = step = self.tasks.evaluate(self.realm.state)
         ids = self.realm.state.entities.id[: self.config.PLAYER_N]
-        fresh = ids != self._life_id  # a new life in the slot: its task reward starts at 0
-        self._life_task_reward[fresh], self._life_id[fresh] = 0.0, ids[fresh]
-        self._life_task_reward += step.rewards
+        self._life_rewards.add(ids, step.rewards)
         if self._feeds_sampler:
             state = self.realm.state
             self._feed(*self._lives.ended(state.entities.alive[: self.config.PLAYER_N], ids, step.completed,
@@ -194,11 +216,7 @@ class Tasking:
         table). The reward is the task's own (times the spec's `reward`, before TASK_REWARD)."""
         if self.tasks is None:
             return np.zeros((0, 4))
-        step = self._task_step
-        progress = step.progress[slots] if step is not None else np.zeros(len(slots))
-        completed = step.completed[slots] if step is not None else np.zeros(len(slots), dtype=bool)
-        columns = [self.tasks.task[slots], progress, completed, self._life_task_reward[slots]]
-        return np.stack(columns, axis=1).astype(np.float64)
+        return task_outcomes(self.tasks.task, self._task_step, self._life_rewards, slots)
 
     def task_header(self) -> dict:
         """The replay header's task entry: ``{"tasks": {name, names, specs, assign}}`` (the set's name,

@@ -303,6 +303,9 @@ def load_replay(path: str | os.PathLike, max_bytes: int | None = None) -> Replay
                                             f"{max_bytes / 2**20:.0f} MiB limit")
         _check_shapes(archive, header)
         fields = {name: _decode_field(archive, header, name) for name in FIELDS}
+        size = header["size"]  # positions index the map (the overlays count on them): on it, or refused
+        _require(all(((fields[k] >= 0) & (fields[k] < size)).all() for k in ("row", "col")), archive.path,
+                 f"is corrupt: an entity stands off the {size}x{size} map")
         events = [archive.read(key) for key in ("tile_events", "overlay_index", "overlay_range", "overlay_data")]
         logged = archive.read("entity_events") if "entity_events" in archive.members else None
         games = _read_games(archive, header)

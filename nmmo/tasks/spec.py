@@ -122,6 +122,13 @@ def shipped() -> dict[str, Path]:
     return {path.stem: path for path in sorted(folder.glob("*.toml"))}
 
 
+def task_set_key(name_or_path: str | Path) -> str:
+    """The config key TASKS for a task set: a .toml / .json file as an absolute path (worker
+    processes may start elsewhere), a shipped set's name as it is."""
+    path = Path(name_or_path)
+    return str(path.resolve()) if path.suffix in (".toml", ".json") else str(name_or_path)
+
+
 def load_task_set(name_or_path: str | Path) -> TaskSet:
     """A task set from a shipped name ("foraging") or a .toml / .json path."""
     sets = shipped()
