@@ -9,7 +9,8 @@ Timed separately:
 
 - the env's step (`Env.step_arrays`, everything a tick does today, the event log included),
 - the event log's writers (`state.event_seconds`, accumulated by `nmmo.core.systems.events`),
-- `TaskState.evaluate` (`TaskState.seconds`).
+- `TaskState.evaluate` (`TaskState.seconds`), which skips what only completed tasks read (as nmmo
+  2.x stops evaluating a completed task); ``--evaluate-completed`` evaluates everything every tick.
 
 It prints per-tick means and the share (events + tasks) / (step + tasks), the tick as it will be
 once the env evaluates tasks. ``--team-size 4`` assigns per team instead (32 teams, 32 distinct).
@@ -35,7 +36,11 @@ from nmmo.tasks import TaskSet, TaskState, load_task_set, shipped
 def distinct_tasks(n: int, sets: list[str] | None = None) -> TaskSet:
     """`n` distinct specs: the shipped ones (of `sets`, default all), then copies whose numeric
     arguments are scaled."""
-    base = [spec for name in sets or shipped() for spec in load_task_set(name)]
+    first: dict[str, object] = {}  # each name once (train repeats the families' specs), in the sets' order
+    for name in sets or shipped():
+        for spec in load_task_set(name):
+            first.setdefault(spec.name, spec)
+    base = list(first.values())
     specs, round_ = list(base), 1
     while len(specs) < n:
         for spec in base:
@@ -71,6 +76,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fight", action="store_true", help="random attacks too, and mortal agents")
     parser.add_argument("--sets", nargs="+", help="shipped task sets to draw from (default: all)")
+    parser.add_argument("--evaluate-completed", action="store_true", help="evaluate completed tasks every tick too "
+                        "(TaskState(skip_completed=False): what skipping them saves)")
     args = parser.parse_args()
 
     config = cfg.Default().update({"PLAYER_N": args.agents, "PLAYER_TEAM_SIZE": args.team_size,
@@ -78,7 +85,8 @@ def main() -> None:
     env = nmmo.Env(config, seed=args.seed)
     env.reset()
     assign = "agent" if args.team_size == 1 else "team"
-    tasks_state = TaskState(distinct_tasks(args.agents // args.team_size, args.sets), config, assign=assign)
+    tasks_state = TaskState(distinct_tasks(args.agents // args.team_size, args.sets), config, assign=assign,
+                            skip_completed=not args.evaluate_completed)
     tasks_state.reset(env.realm.state, assignment=np.arange(tasks_state.units))
     rng = np.random.default_rng(args.seed)
     obs, step_s = env._obs, 0.0
@@ -88,7 +96,7 @@ def main() -> None:
         start = perf_counter()
         out = env.step_arrays(random_actions(obs, rng, args.fight))
         step_s += perf_counter() - start
-        tasks_state.evaluate(env.realm.state)
+        step = tasks_state.evaluate(env.realm.state)
         obs = out.obs
     ticks = args.ticks
     events_s = env.realm.state.event_seconds - events0
@@ -98,7 +106,8 @@ def main() -> None:
     print(f"  event log       {events_s / ticks * 1e3:8.3f} ms")
     print(f"  task evaluation {tasks_s / ticks * 1e3:8.3f} ms")
     print(f"  share of the tick (events + tasks) / (step + tasks): {(events_s + tasks_s) / (step_s + tasks_s):.1%}")
-    print(f"  live agents at the end: {int(env.realm.state.entities.alive[: args.agents].sum())}")
+    print(f"  live agents at the end: {int(env.realm.state.entities.alive[: args.agents].sum())}; "
+          f"tasks completed: {int(step.completed.sum())} of {len(step.completed)}")
 
 
 if __name__ == "__main__":

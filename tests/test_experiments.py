@@ -199,11 +199,13 @@ def test_tasks_experiment_compares_conditioned_and_blind_agents_on_heldout_tasks
     assert "Task generalization" in capsys.readouterr().out
     saved = json.loads((out / "tasks.json").read_text())
     assert saved["command"].startswith("nmmo experiment tasks ") and "--curriculum edge" in saved["command"]
-    assert saved["reward"].startswith("tasks: ") and "no -1 at death" in saved["reward"]
+    assert saved["reward"].startswith("tasks: ") and "no -1 at death" in saved["reward"]  # this config's key
+    assert "imitation of scripted:Combat" in saved["reward"] and "--teacher scripted:Combat" in saved["command"]
     assert set(saved["runs"]) == {"conditioned-seed0", "blind-seed0"}
     for key, entry in saved["runs"].items():
         blind = key.startswith("blind")
         assert "--tasks train --task-curriculum edge" in entry["train_command"]
+        assert "--teacher scripted:Combat --teacher-steps 1000000" in entry["train_command"]  # both arms alike
         assert ("--task-blind" in entry["train_command"]) == blind
         policy = CheckpointPolicy(tasks.config_module.resolve(write(tmp_path, ALL_SYSTEMS)), path=entry["checkpoint"])
         assert ("task_dim" in policy.model.kwargs) != blind  # the blind network has no task input

@@ -117,7 +117,7 @@ def test_the_log_never_changes_the_game(monkeypatch):
     """Same seed and actions with the writers switched off: every game column is the same."""
     config = small_world()
     with_log = [(r.state.tick, _game_columns(r.state)) for r, _, _ in run_realm(config, 60, seed=3)]
-    monkeypatch.setattr(events, "begin_tick", lambda state: events.Before(state.entities.level[:0], 0))
+    monkeypatch.setattr(events, "begin_tick", lambda state: events.Before(state.entities.level[:0]))
     for name in ("forage", "combat", "looted", "moved", "explore", "settle"):
         monkeypatch.setattr(events, name, lambda *args: None)
     without = [(r.state.tick, _game_columns(r.state)) for r, _, _ in run_realm(config, 60, seed=3)]

@@ -17,7 +17,8 @@ from baselines.experiments.run import Budget, reward_recipe
 from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
 
 #: Flags of every experiment that go into the command line recorded in the results file.
-RECORDED = ("config", "games", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "seeds", "steps",
+RECORDED = ("config", "games", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "teacher",
+            "teacher_steps", "seeds", "steps",
             "minutes", "rows", "minibatch_agent_steps", "eval_episodes", "eval_ticks", "eval_seed", "out")
 
 
@@ -84,7 +85,8 @@ def _cmd_progression(args: argparse.Namespace) -> int:
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
     results = tasks.run_tasks(args.config, _seeds(args), budget_from(args), args.out, args.resume, command_line(args),
-                              train_tasks=args.train_tasks, heldout=args.heldout, curriculum=args.curriculum)
+                              train_tasks=args.train_tasks, heldout=args.heldout, curriculum=args.curriculum,
+                              teacher=args.teacher, teacher_steps=args.teacher_steps)
     return _report(results, tasks.table, args.out, "tasks", args.quiet)
 
 
@@ -162,6 +164,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--heldout", default=tasks.HELDOUT_TASKS, help="the held-out task set evaluated (name or file)")
     gen.add_argument("--curriculum", default=tasks.CURRICULUM, choices=("", "edge"), help="how training draws the "
                      "tasks (TASK_CURRICULUM; '' by the specs' weights); the same for both arms")
+    gen.add_argument("--teacher", default=tasks.TEACHER, help="a policy spec both arms imitate at first ('': none)")
+    gen.add_argument("--teacher-steps", type=int, default=tasks.TEACHER_STEPS, help="agent-steps over which the "
+                     "imitation weight falls from 1 to 0")
     gen.set_defaults(func=_cmd_tasks, interrupted=_interrupted)
     mini = add_command(group, "games", "minigames: a specialist per game and one generalist across them, each on the "
                        "same agent-steps; their win rate against random teams in each game, beside the scripted bots")

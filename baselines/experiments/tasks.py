@@ -1,8 +1,11 @@
 """`nmmo experiment tasks`: does a task-conditioned agent complete tasks it never trained on?
 
 Two arms train on the same training task set (``train``: the union of foraging, exploration,
-combat and npc_hunting) with the same reward (the task reward plus the trainer's foraging
-shaping), the same curriculum (``--curriculum``, default ``edge``: `nmmo.tasks.sampling.EdgeSampler`)
+combat and npc_hunting) in ``train_tasks`` (train_small with the survival reward's -1 at death
+beside the task reward) with the same reward (the task reward, the survival reward and the
+trainer's foraging shaping), the same teacher for the first ``--teacher-steps`` (scripted Combat
+labels the states, as `baseline:small`'s recipe does: both arms start from a policy that stays
+alive), the same curriculum (``--curriculum``, default ``edge``: `nmmo.tasks.sampling.EdgeSampler`)
 and the same budget of agent-steps: the *conditioned* agent reads each agent's task embedding, the
 *blind* one (``nmmo train --task-blind``) gets none. Each final checkpoint then controls every agent
 of ``--eval-episodes`` episodes on held-out maps where every agent holds a task of the held-out set
@@ -36,10 +39,13 @@ from nmmo import config as config_module
 from nmmo.core.actions import NO_OP_ROW
 from nmmo.tasks import load_task_set
 
-CONFIG = "train_small"
+CONFIG = "train_tasks"
 TRAIN_TASKS = "train"
 HELDOUT_TASKS = "heldout"
 CURRICULUM = "edge"
+#: Both arms imitate this bot while the imitation weight falls to 0 over TEACHER_STEPS agent-steps.
+TEACHER = "scripted:Combat"
+TEACHER_STEPS = 1_000_000
 SEEDS = (0, 1, 2)
 ARMS = ("conditioned", "blind")
 #: Agent-steps of the default budget: about 20 minutes per run on this 2-core VM. Measured on
@@ -53,13 +59,18 @@ EVAL_EPISODES = 4
 TAIL = 0.1
 
 
-def task_reward_recipe() -> str:
+def task_reward_recipe(config: str = CONFIG, teacher: str = TEACHER, teacher_steps: int = TEACHER_STEPS) -> str:
     """The training reward of both arms, in words."""
     from baselines.args import Args
 
-    return (f"tasks: the reward of the agent's task (TASK_REWARD 1; TASK_SURVIVAL_REWARD 0, so no -1 at death, as in "
-            f"nmmo 2.x), plus {Args().resource_reward} per unit of food or water an agent gains by eating or drinking "
-            "(baselines.args.Args.resource_reward; not on ticks it attacks, not from loot)")
+    world = config_module.resolve(config)
+    survival = (f"TASK_SURVIVAL_REWARD {world.TASK_SURVIVAL_REWARD:g} times the survival reward (-1 at death)"
+                if world.TASK_SURVIVAL_REWARD else "TASK_SURVIVAL_REWARD 0, so no -1 at death, as in nmmo 2.x")
+    imitation = (f"; imitation of {teacher} with a weight falling from 1 to 0 over the first {teacher_steps:,} "
+                 "agent-steps" if teacher and teacher_steps else "")
+    return (f"tasks: the reward of the agent's task (TASK_REWARD {world.TASK_REWARD:g}; {survival}), plus "
+            f"{Args().resource_reward} per unit of food or water an agent gains by eating or drinking "
+            f"(baselines.args.Args.resource_reward; not on ticks it attacks, not from loot){imitation}")
 
 
 def make_runs(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS) -> list[Run]:
@@ -68,9 +79,10 @@ def make_runs(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS) -> list[Run]
     return [Run(f"{arm}-seed{seed}", arm, int(arm == "conditioned"), seed, world) for seed in seeds for arm in ARMS]
 
 
-def trainer(tasks: str, curriculum: str):
-    """Each run's trainer settings: the tasks, the curriculum, and for the blind arm no embedding."""
-    return lambda run: {"tasks": tasks, "task_curriculum": curriculum, "task_blind": run.condition == "blind"}
+def trainer(tasks: str, curriculum: str, teacher: str = TEACHER, teacher_steps: int = TEACHER_STEPS):
+    """Each run's trainer settings: the tasks, the curriculum, the teacher, and for the blind arm no embedding."""
+    return lambda run: {"tasks": tasks, "task_curriculum": curriculum, "task_blind": run.condition == "blind",
+                        "teacher": teacher or None, "teacher_steps": teacher_steps if teacher else 0}
 
 
 def play_task_episode(config, policy: Any, seed: int, map_seed: int) -> np.ndarray:
@@ -134,7 +146,8 @@ def tail_completion(log: list[dict]) -> float:
 def run_tasks(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS, budget: Budget | None = None,
               out: str | Path = "out/experiments/tasks", resume: bool = False, command: str | None = None,
               on_run=None, train_tasks: str = TRAIN_TASKS, heldout: str = HELDOUT_TASKS,
-              curriculum: str = CURRICULUM) -> dict[str, Any]:
+              curriculum: str = CURRICULUM, teacher: str = TEACHER,
+              teacher_steps: int = TEACHER_STEPS) -> dict[str, Any]:
     """Train both arms for every seed, evaluate on the held-out set, summarize; writes OUT/tasks.json
     and OUT/tasks.png and returns the results."""
     budget = (budget or Budget(DEFAULT_STEPS, eval_episodes=EVAL_EPISODES)).check()
@@ -143,9 +156,11 @@ def run_tasks(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS, budget: Budg
     load_task_set(train_tasks), load_task_set(heldout)  # a bad name fails before any training
     runs = make_runs(config, tuple(seeds))
     out = Path(out)
-    settings = {"config": config, "train_tasks": train_tasks, "heldout": heldout, "curriculum": curriculum}
+    settings = {"config": config, "train_tasks": train_tasks, "heldout": heldout, "curriculum": curriculum,
+                "teacher": teacher, "teacher_steps": teacher_steps}
     results = run_all("tasks", runs, budget, out, settings, evaluator(budget, heldout), resume, command, on_run,
-                      trainer(train_tasks, curriculum), task_reward_recipe())
+                      trainer(train_tasks, curriculum, teacher, teacher_steps),
+                      task_reward_recipe(config, teacher, teacher_steps))
     results["summary"] = summarize(results, runs)
     save_results(out / "tasks.json", results)
     plot(results, runs, out / "tasks.png")

@@ -10,11 +10,15 @@ most one entity stands on a tile, so "who is near (r, c)" is a crop of it. Syste
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nmmo.core.enums import Event, Skill
 from nmmo.core.rules import water_adjacent
+
+if TYPE_CHECKING:
+    from nmmo.core.systems.events import Written
 
 NO_TICK = -1_000_000  # "never" for tick-valued columns
 N_SKILLS = len(Skill)
@@ -165,3 +169,4 @@ class State:
     next_npc_id: int = -1
     map_seed: int = 0
     event_seconds: float = 0.0  # time spent writing the event log (a code timer, not game state)
+    written: Written | None = None  # which rare events this tick has (`events.Written`), set each tick

@@ -15,7 +15,7 @@ import numpy as np
 
 from nmmo.tasks import registry
 from nmmo.tasks import spec as spec_module
-from nmmo.tasks.core import Context, Layout, Leaves, Members, clip01
+from nmmo.tasks.core import ONE, ZERO, Context, Layout, Leaves, Members, clip_ufunc
 from nmmo.tasks.spec import Node, TaskSet
 from nmmo.tasks.terms import Terms
 
@@ -34,6 +34,10 @@ class Combination:
     weights: np.ndarray
     k: np.ndarray
     block: slice | None = None  # the parents' node ids, a range once compiled
+    height: int = 0
+    span: slice | None = None  # its children within its level's gather (`Level`)
+    parent_inst: np.ndarray | None = None  # each parent's instance
+    skip: bool = False  # every parent belongs to a completed task-type task: its block stays as it is
 
     def __post_init__(self) -> None:
         self.unweighted = bool((self.weights == 1.0).all())  # x * 1.0 is x: the product can go
@@ -42,7 +46,8 @@ class Combination:
 
     def _bind_best(self) -> None:
         """Children on a (parents, widest) grid, padded with -1 (below any progress), so that one
-        sort per row puts each parent's k best last: `best` are their grid positions, best first."""
+        sort per row puts each parent's k best last: `best` are their grid positions, best first.
+        When every parent has as many children and the same k, the k last columns are the best."""
         n = len(self.parents)
         counts = np.bincount(self.owner, minlength=n)
         self.width = width = int(counts.max(initial=1))
@@ -52,31 +57,77 @@ class Combination:
         self.best = np.concatenate([p * width + width - 1 - np.arange(t) for p, t in enumerate(taken.tolist())]
                                    + [np.zeros(0, np.int64)])
         self.best_owner = np.repeat(np.arange(n), taken)
+        self.same_k = int(taken[0]) if n and self.uniform and (taken == taken[0]).all() and taken[0] > 0 else 0
+        stop = width - 1 - self.same_k
+        self.best_columns = slice(None, stop if stop >= 0 else None, -1)  # the k last, best first (as `best`)
 
-    def apply(self, progress: np.ndarray) -> None:
-        values = progress[self.children]
+    def apply(self, values: np.ndarray, progress: np.ndarray) -> None:
+        """Write the parents' progress into their block of `progress`, from `values` (their
+        level's gathered children, read at `span`; sorted in place by at_least)."""
+        values, out = values[self.span], progress[self.block]
         if self.op == "and":
-            out = np.minimum.reduceat(values, self.starts)
+            np.minimum.reduceat(values, self.starts, out=out)
         elif self.op == "or":
-            out = np.maximum.reduceat(values, self.starts)
+            np.maximum.reduceat(values, self.starts, out=out)
         elif self.op == "not":
-            out = 1.0 - values
+            np.subtract(ONE, values, out=out)
         elif self.op == "sum":
-            out = clip01(np.add.reduceat(values if self.unweighted else values * self.weights, self.starts))
+            np.add.reduceat(values if self.unweighted else values * self.weights, self.starts, out=out)
+            clip_ufunc(out, ZERO, ONE, out=out)
         else:  # at_least: the mean of the k best children, added best first
-            out = np.bincount(self.best_owner, weights=self._sorted(values)[self.best], minlength=len(self.parents))
-            out = out / self.k
-        progress[self.block] = out
+            grid = self._sorted(values)
+            if self.same_k:
+                np.add.reduce(grid[:, self.best_columns], axis=1, out=out)
+            else:
+                out[:] = np.bincount(self.best_owner, weights=grid.ravel()[self.best], minlength=len(self.parents))
+            out /= self.k
 
     def _sorted(self, values: np.ndarray) -> np.ndarray:
-        """Each parent's children in ascending order, flat on the grid."""
+        """Each parent's children in ascending order, a row each on the grid (sorted in place:
+        `values` is a fresh gather)."""
         if self.uniform:
             grid = values.reshape(-1, self.width)
         else:
             grid = np.full(len(self.parents) * self.width, -1.0)
             grid[self.grid_position] = values
             grid = grid.reshape(-1, self.width)
-        return np.sort(grid, axis=1).ravel()
+        grid.sort(axis=1)
+        return grid
+
+
+@dataclass
+class Level:
+    """The combinations of one height: one gather reads all their children (every child is of a
+    lower height, so already computed), then each writes its parents' block in place."""
+
+    combinations: list[Combination]
+
+    def __post_init__(self) -> None:
+        start = 0
+        for combination in self.combinations:
+            size = combination.children.size
+            combination.span, start = slice(start, start + size), start + size
+        self.children = np.concatenate([c.children for c in self.combinations])
+
+    def apply(self, progress: np.ndarray) -> None:
+        if self.skip:
+            return
+        values = progress[self.children]
+        for combination in self.combinations:
+            if not combination.skip:
+                combination.apply(values, progress)
+
+    def skip_done(self, frozen: np.ndarray) -> None:
+        """Skip the combinations whose every parent's task is completed (and not ongoing)."""
+        for combination in self.combinations:
+            combination.skip = bool(frozen[combination.parent_inst].all())
+        self.skip = all(combination.skip for combination in self.combinations)
+
+
+def combination_levels(combinations: list[Combination]) -> list[Level]:
+    """Consecutive combinations of the same height (they come sorted by height) as levels."""
+    heights = sorted({c.height for c in combinations})
+    return [Level([c for c in combinations if c.height == h]) for h in heights]
 
 
 @dataclass
@@ -98,16 +149,27 @@ class Compiled:
     leaf_inst: list[np.ndarray]  # per batch: each leaf's instance
     terms: Terms | None  # the leaves of predicates that are terms, all in one batch
     term_inst: np.ndarray  # each term leaf's instance
-    combinations: list[Combination]
+    combinations: list[Combination]  # by height, then operator
     n_nodes: int
     names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.any_hold = bool(self.is_hold.any())
+        self.not_hold, self.ongoing_index = ~self.is_hold, np.flatnonzero(~self.not_ongoing)
         self.any_ongoing = not self.not_ongoing.all()
         self.any_completion = bool(self.on_completion.any())
         self.unit_reward = bool((self.multiplier == 1.0).all())  # x * 1.0 is x: the product can go
         self.one_recipient = bool(np.array_equal(self.recipient_inst, np.arange(len(self.spec))))
+        self.levels = combination_levels(self.combinations)
+        self.held_in_order = bool(np.array_equal(self.held, np.arange(len(self.spec))))  # slot s holds instance s
+        # the leaves' instances of the batches without state of their own (`Leaves.kept`), and their batch
+        stateless = [(i, owners) for i, (batch, owners) in enumerate(zip(self.batches, self.leaf_inst, strict=True))
+                     if not batch.kept and owners.size]
+        self.stateless_mask = np.zeros(len(self.batches), dtype=bool)
+        self.stateless_mask[[i for i, _ in stateless]] = True
+        self.stateless_owner = np.concatenate([owners for _, owners in stateless] + [np.zeros(0, np.int64)])
+        self.stateless_batch = np.concatenate([np.full(owners.size, i) for i, owners in stateless]
+                                              + [np.zeros(0, np.int64)]).astype(np.int64)
 
 
 def compile_tasks(tasks: TaskSet, layout: Layout, task_of_slot: np.ndarray, ctx: Context) -> Compiled:
@@ -150,7 +212,7 @@ def compile_tasks(tasks: TaskSet, layout: Layout, task_of_slot: np.ndarray, ctx:
             return node_id, 0
         children = [visit(child, inst, default_subject) for child in node.children]
         height = 1 + max(h for _, h in children)
-        combos.setdefault((height, node.op), []).append((node_id, [c for c, _ in children], node))
+        combos.setdefault((height, node.op), []).append((node_id, [c for c, _ in children], node, inst))
         return node_id, height
 
     for inst, (_, _, _, spec_index) in enumerate(rows):
@@ -186,7 +248,7 @@ def compile_tasks(tasks: TaskSet, layout: Layout, task_of_slot: np.ndarray, ctx:
         leaf_inst.append(np.array([e[1] for e in entries], dtype=np.int64))
     terms = Terms(term_nodes, term_list, term_members, ctx, term_negated) if term_list else None
 
-    combinations = [_combination(op, entries) for (_, op), entries in sorted(combos.items())]
+    combinations = [_combination(op, entries, height) for (height, op), entries in sorted(combos.items())]
     relabel = _blocks(terms, batches, combinations, counter[0])
     roots = relabel[np.array(roots, dtype=np.int64)]
     recipients = [(inst, slot) for inst, (world, team, slot, _) in enumerate(rows)
@@ -241,16 +303,18 @@ def _members(layout: Layout, row: tuple, keyword: str) -> np.ndarray:
     return layout.members(keyword, world, team, slot)
 
 
-def _combination(op: str, entries: list) -> Combination:
-    counts = np.array([len(children) for _, children, _ in entries], dtype=np.int64)
+def _combination(op: str, entries: list, height: int) -> Combination:
+    counts = np.array([len(children) for _, children, _, _ in entries], dtype=np.int64)
     weights = np.concatenate([np.array(node.weights if op == "sum" else [1.0] * len(children))
-                              for _, children, node in entries])
+                              for _, children, node, _ in entries])
     return Combination(
         op=op,
-        parents=np.array([node_id for node_id, _, _ in entries], dtype=np.int64),
-        children=np.concatenate([np.array(children, dtype=np.int64) for _, children, _ in entries]),
+        parents=np.array([node_id for node_id, _, _, _ in entries], dtype=np.int64),
+        children=np.concatenate([np.array(children, dtype=np.int64) for _, children, _, _ in entries]),
         starts=np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64),
         owner=np.repeat(np.arange(len(entries)), counts),
         weights=weights,
-        k=np.array([max(node.n, 1) for _, _, node in entries], dtype=np.float64),
+        k=np.array([max(node.n, 1) for _, _, node, _ in entries], dtype=np.float64),
+        height=height,
+        parent_inst=np.array([inst for _, _, _, inst in entries], dtype=np.int64),
     )

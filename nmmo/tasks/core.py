@@ -123,17 +123,29 @@ XP_GAINED = LEVEL + len(Skill)  # + Skill: XP gained since spawning
 COMBAT_LEVEL = XP_GAINED + len(Skill)
 ARMOUR = COMBAT_LEVEL + 1  # the two armour pieces' levels summed: twice the equipment level
 SPAWN_DISTANCE = ARMOUR + 1  # Chebyshev distance from the spawn tile
-CENTER_DISTANCE = SPAWN_DISTANCE + 1  # ... from the centre tile
-TILE = CENTER_DISTANCE + 1  # row * MAP_SIZE + col within the world
-KILLED_PLAYER_LEVEL = TILE + 1  # combat level of a player killed this tick (-1: none)
+KILLED_PLAYER_LEVEL = SPAWN_DISTANCE + 1  # combat level of a player killed this tick (-1: none)
 KILLED_NPC_LEVEL = KILLED_PLAYER_LEVEL + 1
 TICK = KILLED_NPC_LEVEL + 1  # the world's tick
-SEES = TICK + 1  # + Material: 1 when a tile of that material is within PLAYER_VISION_RADIUS
+# The columns that depend on the agent's tile only, side by side (one gather fills them):
+CENTER_DISTANCE = TICK + 1  # Chebyshev distance from the centre tile
+TILE = CENTER_DISTANCE + 1  # row * MAP_SIZE + col within the world
+SEES = TILE + 1  # + Material: 1 when a tile of that material is within PLAYER_VISION_RADIUS
 N_FEATURES = SEES + len(Material)
 VALUE, AT_LEAST, EQUALS = 0, 1, 2  # Term.op
 SUM, MIN = 0, 1  # Term.agg
 RATIO, ONE_MINUS, FLOOR = 0, 1, 2  # Term.post
 BIG = 1e18
+
+
+def _constant(value) -> np.ndarray:
+    constant = np.array(value)
+    constant.flags.writeable = False
+    return constant
+
+
+#: Constants as read-only 0-d arrays: a ufunc converts a Python scalar argument on every call,
+#: which costs about as much as the operation itself on arrays of a few hundred elements.
+ZERO, ONE = _constant(0.0), _constant(1.0)
 
 
 @dataclass(frozen=True)
@@ -286,6 +298,8 @@ class Context:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._position_buffer: np.ndarray | None = None  # kept across ticks (np.stack costs 7x two copies)
+        self._cols_array: np.ndarray | None = None
         self._refresh()
 
     def advance(self, state: State, world_ticks: np.ndarray, newcomers: np.ndarray | None) -> None:
@@ -299,28 +313,63 @@ class Context:
         ent, n = self.state.entities, self.layout.slots * self.layout.n_worlds
         self.ent = ent
         self.alive = ent.alive[:n]
-        self.all_alive = bool(all_of(self.alive))
+        self.all_alive = all_of(self.alive)
         self.row = ent.row[:n] - self.row_offset if self.layout.n_worlds > 1 else ent.row[:n]
         self.col = ent.col[:n]
         self._flat: np.ndarray | None = None
+        self._position: np.ndarray | None = None
 
     @property
     def flat(self) -> np.ndarray:
         """Per slot: its tile's index in the flattened (stacked) map, computed once a tick when asked."""
         if self._flat is None:
             n = len(self.alive)
-            self._flat = self.ent.row[:n] * self.state.tiles.cols + self.col  # int32 holds 2**31 tiles
+            self._flat = self.ent.row[:n] * self._cols() + self.col  # int32 holds 2**31 tiles
         return self._flat
+
+    @property
+    def position(self) -> np.ndarray:
+        """(2, slots) float64: each slot's row and column within its world, computed once a tick when
+        asked (for `chebyshev_between`: one array op serves both coordinates; float, as the
+        feature columns the distances go to)."""
+        if self._position is None:
+            buffer = self._position_buffer
+            if buffer is None or buffer.shape[1] != len(self.row):
+                buffer = self._position_buffer = np.empty((2, len(self.row)))
+            buffer[0], buffer[1] = self.row, self.col
+            self._position = buffer
+        return self._position
+
+    def _cols(self) -> np.ndarray:
+        """The grid's row stride as a 0-d array of the rows' type (see `ONE`)."""
+        cols = self._cols_array
+        if cols is None or cols != self.state.tiles.cols:
+            cols = self._cols_array = np.array(self.state.tiles.cols, dtype=self.ent.row.dtype)
+        return cols
 
     def ticks(self, leaves: Leaves) -> np.ndarray:
         """Each leaf's world tick."""
         return self.world_ticks[leaves.world]
 
 
-#: Whether any / every element is true, as the ufuncs' reductions (ndarray.any and .all go
-#: through Python wrappers that cost more than the work on arrays this size).
-any_of, all_of = np.logical_or.reduce, np.logical_and.reduce
+def any_of(values: np.ndarray) -> bool:
+    """Whether some element is true (nonzero). `np.count_nonzero` costs a third of ndarray.any or
+    a logical_or reduction on arrays this size (they go through more Python and ufunc machinery)."""
+    return np.count_nonzero(values) != 0
+
+
+def all_of(values: np.ndarray) -> bool:
+    """Whether every element is true (nonzero); see `any_of`."""
+    return np.count_nonzero(values) == values.size
+
+
+def chebyshev_between(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Chebyshev distances between positions given as (2, k) arrays of rows and columns (or a
+    (2, 1) point): three array ops, where separate row and column arrays take five."""
+    d = np.subtract(a, b)
+    np.abs(d, out=d)
+    return np.maximum(d[0], d[1], out=out)
 
 
 def clip01(values: np.ndarray) -> np.ndarray:
-    return clip_ufunc(values, 0.0, 1.0)
+    return clip_ufunc(values, ZERO, ONE)

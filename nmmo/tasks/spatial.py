@@ -13,7 +13,6 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.core.enums import Material
-from nmmo.core.rules import chebyshev
 from nmmo.tasks import core
 from nmmo.tasks.core import BIG, EQUALS, MIN, ONE_MINUS, Context, Leaves, Param, Predicate, Term, all_of, any_of, clip01
 
@@ -50,12 +49,14 @@ class CanSeeGroup(Predicate):
         leaves.static["owner"] = np.repeat(np.arange(leaves.n), sizes)
         leaves.static["starts"] = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         leaves.static["all_filled"] = bool((sizes > 0).all())
+        leaves.static["radius"] = np.array(float(ctx.config.PLAYER_VISION_RADIUS))
 
     def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
         static = leaves.static
         a, b = static["viewer"], static["seen"]
-        row, col = ctx.row, ctx.col
-        seen = chebyshev(row[a], col[a], row[b], col[b]) <= ctx.config.PLAYER_VISION_RADIUS
+        position = ctx.position
+        distance = core.chebyshev_between(position.take(a, axis=1), position.take(b, axis=1))
+        seen = distance <= static["radius"]
         if not ctx.all_alive:
             seen &= ctx.alive[a] & ctx.alive[b]
         if static["all_filled"] and seen.size:  # any triple of the leaf
@@ -166,7 +167,8 @@ class SeizeTile(Predicate):
         m, args, side = leaves.subject, leaves.args, ctx.config.MAP_SIZE
         static = leaves.static
         static["flat"] = (rows + leaves.world * side) * ctx.state.tiles.cols + cols
-        static["rows"], static["cols"] = rows[m.owner], cols[m.owner]
+        static["target"] = np.stack((rows[m.owner], cols[m.owner])).astype(np.float64)  # per member: its leaf's tile
+        static["half_center"] = np.array(float(ctx.config.MAP_CENTER // 2))
         static["gain"] = (1.0 - args["progress_bonus"] - args["seize_bonus"]) / args["num_ticks"]
         static["held_base"] = args["progress_bonus"] + args["seize_bonus"]
         static["approach"] = args["progress_bonus"] / max(ctx.config.MAP_CENTER // 2, 1)
@@ -178,16 +180,17 @@ class SeizeTile(Predicate):
         for key in ("holder", "holder_team", "since"):  # never zeroed: the tile's history
             leaves.kept[key] = np.full(leaves.n, -1, dtype=np.int64)
         leaves.kept["held"] = np.zeros(leaves.n, dtype=bool)
+        static["any_held"] = False
 
     def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
         static, kept = leaves.static, leaves.kept
         self._seize(ctx, leaves)
         nearest = self._nearest(ctx, leaves)
-        approach = static["approach"] * (ctx.config.MAP_CENTER // 2 - nearest)
-        if any_of(kept["held"]):
+        approach = static["approach"] * np.subtract(static["half_center"], nearest)
+        if static["any_held"]:
             held = static["held_base"] + static["gain"] * (ctx.ticks(leaves) - kept["since"])
             approach = np.where(kept["held"], held, approach)
-        if nearest.dtype.kind == "f":  # some leaf without a live member
+        if not (ctx.all_alive and static["single"]):  # a leaf may have no live member (nearest BIG)
             return np.where(nearest < BIG, clip01(approach), 0.0)
         return approach
 
@@ -203,7 +206,7 @@ class SeizeTile(Predicate):
             holder[gone], holder_team[gone] = -1, -1
             changed = bool(gone.any())
         occupant = ctx.state.tiles.occupancy.ravel()[static["flat"]]
-        if any_of(occupant >= 0):
+        if np.maximum.reduce(occupant) >= 0:  # someone stands on a tile (-1: nobody)
             team = ctx.team_of_row[occupant]  # -1: nobody, or an NPC
             new = (team >= 0) & (team != holder_team)
             if any_of(new):
@@ -213,17 +216,15 @@ class SeizeTile(Predicate):
                 changed = True
         if changed:
             kept["held"] = static["is_member"][static["leaf"], holder]
+            static["any_held"] = any_of(kept["held"])
 
     @staticmethod
     def _nearest(ctx: Context, leaves: Leaves) -> np.ndarray:
-        """The nearest live member's distance to the tile (an integer array while every slot is alive,
-        else float, BIG when none is alive)."""
+        """The nearest live member's distance to the tile (BIG when none is alive)."""
         m = leaves.subject
-        d = chebyshev(ctx.row[m.slots], ctx.col[m.slots], leaves.static["rows"], leaves.static["cols"])
+        d = core.chebyshev_between(ctx.position.take(m.slots, axis=1), leaves.static["target"])
         if not ctx.all_alive:
             d = np.where(ctx.alive[m.slots], d, BIG)
-        elif not leaves.static["single"]:
-            d = d.astype(np.float64)
         if leaves.static["single"]:
             return d
         return m.min(d, empty=BIG)

@@ -38,7 +38,7 @@ import numpy as np
 from nmmo.config import Config
 from nmmo.core.state import State
 from nmmo.tasks.compiler import Compiled, compile_tasks
-from nmmo.tasks.core import Context, Layout, all_of, any_of, clip_ufunc
+from nmmo.tasks.core import ONE, ZERO, Context, Layout, all_of, any_of, clip_ufunc
 from nmmo.tasks.embedding import embed
 from nmmo.tasks.spec import TaskSet
 
@@ -66,10 +66,12 @@ class TaskState:
     w * PLAYER_N + s); see the module notes. `seconds` is its own evaluation time (a code timer);
     `timing(state)` adds the event log's."""
 
-    def __init__(self, tasks: TaskSet, config: Config, assign: str = "agent", n_worlds: int = 1) -> None:
+    def __init__(self, tasks: TaskSet, config: Config, assign: str = "agent", n_worlds: int = 1,
+                 skip_completed: bool = True) -> None:
         if assign not in ("agent", "team"):
             raise ValueError(f"assign must be 'agent' or 'team', got {assign!r}")
         self.tasks, self.config, self.assign = tasks, config, assign
+        self.skip_completed = skip_completed  # False: evaluate every node every tick (same results, slower)
         self.layout = Layout(config.PLAYER_N, config.PLAYER_TEAM_SIZE, n_worlds)
         self.n_slots = config.PLAYER_N * n_worlds
         weights = np.array([spec.weight for spec in tasks], dtype=np.float64)
@@ -116,12 +118,16 @@ class TaskState:
         n = len(c.spec)
         self._progress = np.zeros(n)
         self._completed = np.zeros(n, dtype=bool)
+        self._not_done = np.ones(n, dtype=bool)
         self._frozen = np.zeros(n, dtype=bool)  # completed, and not ongoing: progress stays
         self._timer = np.zeros(n)
         self._node_progress = np.zeros(c.n_nodes)
         ent = state.entities
         self._slot_id = ent.id[: self.n_slots].copy()
         self._was_alive = ent.alive[: self.n_slots].copy()
+        self._was_all_alive = False
+        self._tick = -1
+        self._refresh_skips()
         self.seconds += perf_counter() - start
 
     def unit_of_slot(self) -> np.ndarray:
@@ -143,10 +149,10 @@ class TaskState:
         if c is None:
             raise RuntimeError("call TaskState.reset(state, rng) before evaluate()")
         ent, n = state.entities, self.n_slots
-        alive, ids = ent.alive[:n], ent.id[:n]
-        newcomer = self._newcomers(alive, ids)
-        if world_ticks is None:
-            self._ticks[:] = state.tick
+        alive = ent.alive[:n]
+        newcomer = self._newcomers(alive, ent.id[:n])
+        if world_ticks is None and state.tick != self._tick:
+            self._ticks[:] = self._tick = state.tick
         ctx = self._ctx
         ctx.advance(state, self._ticks if world_ticks is None else world_ticks, newcomer)
         active = None  # every instance: some slot of each is alive, or was when the tick began
@@ -157,19 +163,26 @@ class TaskState:
         progress = self._node_progress  # every node is written below: terms, batches, combinations
         if c.terms is not None:
             c.terms.evaluate(ctx, out=progress[c.terms.block])
-        for batch in c.batches:
-            values = clip_ufunc(batch.predicate.progress(ctx, batch), 0.0, 1.0, out=progress[batch.block])
+        for batch, skip in zip(c.batches, self._skip, strict=True):
+            if skip:  # every task reading it is done: its progress stays as it was
+                continue
+            values = clip_ufunc(batch.predicate.progress(ctx, batch), ZERO, ONE, out=progress[batch.block])
             negated = batch.static["negated"]
             if negated.size:
                 values[negated] = 1.0 - values[negated]
-        for combination in c.combinations:
-            combination.apply(progress)
+        for level in c.levels:
+            level.apply(progress)
         rewards = self._account(progress[c.root], active)  # every node's progress is already in [0, 1]
 
-        self._was_alive[:] = alive
+        if not (ctx.all_alive and self._was_all_alive):
+            self._was_alive[:] = alive
+            self._was_all_alive = ctx.all_alive
         paid = rewards if c.one_recipient else rewards[c.recipient_inst]
         slot_rewards = np.bincount(c.recipient_slot, weights=paid, minlength=n)
-        step = TaskStep(slot_rewards, self._progress[c.held], self._completed[c.held], self._task_view)
+        if c.held_in_order:  # never changed in place (`_restart` copies): safe to hand out
+            step = TaskStep(slot_rewards, self._progress, self._completed, self._task_view)
+        else:
+            step = TaskStep(slot_rewards, self._progress[c.held], self._completed[c.held], self._task_view)
         self.seconds += perf_counter() - start
         return step
 
@@ -190,19 +203,23 @@ class TaskState:
         hold timers advance for the active ones (None: all)."""
         c = self._compiled
         done, before = self._completed, self._progress
-        progress = value
         if c.any_hold:
-            timer = np.where(value >= 1.0, self._timer + 1, 0.0)
-            progress = np.where(c.is_hold, np.minimum(timer * c.inv_hold, 1.0), value)
-        progress = np.where(self._frozen, before, progress)  # a completed task stays as it was
-        completed = done | (progress >= 1.0)
-        just = completed ^ done
+            timer = self._timer + ONE
+            timer *= value >= ONE  # consecutive satisfied ticks
+            progress = np.minimum(np.multiply(timer, c.inv_hold), ONE)
+            np.copyto(progress, value, where=c.not_hold)
+        else:
+            progress = value.copy()  # `value` is still read below (ongoing rewards)
+        np.copyto(progress, before, where=self._frozen)  # a completed task stays as it was
+        just = progress >= ONE
+        just &= self._not_done
         rewards = progress - before
         any_just = any_of(just)
+        completed = done | just if any_just else done
         if c.any_hold and any_just:
             rewards[c.is_hold & just] = 1.0
         if c.any_ongoing:
-            rewards = np.where(c.not_ongoing, rewards, value)
+            rewards[c.ongoing_index] = value[c.ongoing_index]
         if c.any_completion:
             rewards = np.where(c.on_completion, np.where(c.not_ongoing, just, value >= 1.0), rewards)
         if not c.unit_reward:
@@ -215,21 +232,42 @@ class TaskState:
         self._progress, self._completed = progress, completed
         if c.any_hold:
             self._timer = timer
+        if any_just or active is not None:
+            self._not_done = ~self._completed
         if any_just:
             self._frozen = self._completed & c.not_ongoing
+            self._refresh_skips()
         return rewards
 
     def _restart(self, slots_mask: np.ndarray) -> None:
         c = self._compiled
         instances = (c.inst_slot >= 0) & slots_mask[np.maximum(c.inst_slot, 0)]
-        self._progress[instances] = 0.0
-        self._completed[instances] = False
+        self._progress = np.where(instances, 0.0, self._progress)  # new arrays: the last step's stay as they were
+        self._completed = self._completed & ~instances
+        self._not_done = ~self._completed
         self._frozen[instances] = False
         self._timer[instances] = 0.0
         for batch, owners in zip(c.batches, c.leaf_inst, strict=True):
             batch.restart(instances[owners])
         if c.terms is not None:
             c.terms.restart(instances[c.term_inst])
+        self._refresh_skips()
+
+    def _refresh_skips(self) -> None:
+        """What to skip: batches without state of their own (`Leaves.kept`) whose every leaf
+        belongs to a completed task-type task (nmmo 2.x stops evaluating those too), and the
+        feature columns only such leaves read. Changes only when a task completes or restarts."""
+        c = self._compiled
+        frozen = self._frozen if self.skip_completed else np.zeros_like(self._frozen)
+        if c.stateless_owner.size:  # count each stateless batch's leaves that still run
+            running = np.bincount(c.stateless_batch, weights=~frozen[c.stateless_owner], minlength=len(c.batches))
+            self._skip = ((running == 0) & c.stateless_mask).tolist()
+        else:
+            self._skip = [False] * len(c.batches)
+        if c.terms is not None:
+            c.terms.skip_done(frozen[c.term_inst])
+        for level in c.levels:
+            level.skip_done(frozen)
 
     def slot_embeddings(self) -> np.ndarray:
         """(slots, EMBEDDING_SIZE) float32: the embedding of each slot's task."""

@@ -13,9 +13,10 @@ import numpy as np
 
 from nmmo.core.enums import Event, Material, Skill, ints
 from nmmo.core.rules import chebyshev
+from nmmo.core.systems.events import Written
 from nmmo.core.systems.progression import xp_table
 from nmmo.tasks import core
-from nmmo.tasks.core import AT_LEAST, BIG, EQUALS, FLOOR, MIN, ONE_MINUS, Context, Term, any_of, clip_ufunc
+from nmmo.tasks.core import AT_LEAST, BIG, EQUALS, FLOOR, MIN, ONE_MINUS, Context, Term, chebyshev_between, clip_ufunc
 
 # Feature columns by the group that fills them.
 _GROUPS = {
@@ -27,13 +28,13 @@ _GROUPS = {
 }
 _GROUP_OF = {column: group for group, columns in _GROUPS.items() for column in columns}
 _CHANGING = (int(Material.FOREST), int(Material.SCRUB))  # harvests and regrowth change these tiles
-_CHANGES = slice(int(Event.PLAYER_KILL), int(Event.LEVEL_DEFENSE) + 1)  # the events that gate fills, by offset:
-_KILL, _EQUIPMENT_UP, _LEVEL_UP = (int(e) - _CHANGES.start for e in (Event.PLAYER_KILL, Event.EQUIPMENT_UP,
-                                                                      Event.LEVEL_UP))
-_CONSTITUTION, _MELEE, _RANGE, _MAGE, _DEFENSE = (int(s) for s in (Skill.CONSTITUTION, Skill.MELEE, Skill.RANGE,
-                                                                   Skill.MAGE, Skill.DEFENSE))
-_COMBAT_UP = [int(Event.LEVEL_CONSTITUTION) + s - _CHANGES.start for s in (_CONSTITUTION, _MELEE, _RANGE, _MAGE,
-                                                                           _DEFENSE)]  # level-ups that change it
+_MELEE, _RANGE, _MAGE = int(Skill.MELEE), int(Skill.RANGE), int(Skill.MAGE)
+_CONSTITUTION, _DEFENSE = int(Skill.CONSTITUTION), int(Skill.DEFENSE)
+#: Groups whose columns are left as they are while only completed tasks read them (events and
+#: ALIVE are always filled: most terms read them, and ALIVE decides which members count).
+_SKIPPABLE = ("level", "xp", "combat", "armour", "spawn", "kills", "tick")
+#: What a state that has not ticked yet reads as: everything may have changed.
+_EVERYTHING = Written(kill=True, equipment_up=True, level_up=(True,) * len(Skill))
 
 
 class Terms:
@@ -57,20 +58,20 @@ class Terms:
         self.offset = per_pair([t.threshold - 1 if t.op == AT_LEAST else t.offset for t in terms])
         self.low = per_pair([0.0 if t.op == AT_LEAST else -BIG for t in terms])
         self.cap = per_pair([1.0 if t.op == AT_LEAST else t.cap for t in terms])
-        self.is_eq = np.repeat(np.array([t.op == EQUALS for t in terms]), counts)
-        self.has_eq = bool(self.is_eq.any())
-        self.threshold = per_pair([t.threshold for t in terms])
+        self.equal_pairs = np.flatnonzero(np.repeat(np.array([t.op == EQUALS for t in terms]), counts))
+        self.equal_to = per_pair([t.threshold for t in terms])[self.equal_pairs]
         is_min = np.array([t.agg == MIN for t in terms], dtype=bool)
         self.alive_only = per_pair([t.alive_only for t in terms])  # 1.0: a dead member reads `fill`
         self.any_alive_only = bool(self.alive_only.any())
         self.fill = np.where(is_min[self.leaf], BIG, 0.0)
-        self.min_leaves = np.flatnonzero(is_min & (counts > 0))
-        self.min_pairs = np.flatnonzero(is_min[self.leaf])  # their pairs, contiguous per leaf
+        shared_min = is_min & (counts > 1)  # a minimum over one member is that member's value: the sum's
+        self.min_leaves = np.flatnonzero(shared_min)
+        self.min_pairs = np.flatnonzero(shared_min[self.leaf])  # their pairs, contiguous per leaf
         self.min_starts = np.concatenate([[0], np.cumsum(counts[self.min_leaves])[:-1]]).astype(np.int64)
         self.empty_min = np.flatnonzero(is_min & (counts == 0))
-        self.accumulating = np.array([t.accumulate for t in terms], dtype=bool)
-        self.any_accumulating = bool(self.accumulating.any())
-        self.total = np.zeros(n)
+        accumulating = np.array([t.accumulate for t in terms], dtype=bool)
+        self.accumulated = np.flatnonzero(accumulating)  # index arrays: ufuncs with where= cost twice as much
+        self.total = np.zeros(self.accumulated.size)  # their running totals
         self._bind_progress(terms, counts, negated)
         groups = {_GROUP_OF[t.column] for t in terms} | ({"alive"} if self.any_alive_only else set())
         self.groups = sorted(groups)
@@ -83,20 +84,26 @@ class Terms:
         denom = np.array([counts[i] if t.denom == "members" else t.denom for i, t in enumerate(terms)], dtype=float)
         vacuous = denom <= 0  # nothing needed: progress 1
         post = np.array([t.post for t in terms])
+        # every feature is integer-valued: with integral offsets and caps, so are the aggregates, and
+        # floor(agg / 1) is agg (AllAlive over one member): a ratio, one floor fewer per tick
+        integral = np.array([all(float(v).is_integer() for v in (t.offset, t.cap, t.threshold)) for t in terms],
+                            dtype=bool)
+        post = np.where((post == FLOOR) & (denom == 1) & integral, core.RATIO, post)
         self.scale = np.where(vacuous, 0.0, np.where(post == ONE_MINUS, -1.0, 1.0) / np.where(vacuous, 1.0, denom))
         self.bias = np.where(vacuous | (post == ONE_MINUS), 1.0, 0.0)
         self.is_floor = (post == FLOOR) & ~vacuous
-        self.any_floor = bool(self.is_floor.any())
+        self.floored = np.flatnonzero(self.is_floor)
         negated = np.zeros(n, dtype=bool) if negated is None else np.array(negated, dtype=bool)
         flip = negated & ~self.is_floor
         self.scale, self.bias = np.where(flip, -self.scale, self.scale), np.where(flip, 1.0 - self.bias, self.bias)
         floor_negated = negated & self.is_floor
-        self.floor_sign = np.where(floor_negated, -1.0, 1.0)  # x * 1.0 is x
+        self.floor_sign = np.where(floor_negated, -1.0, 1.0)
+        self.any_floor_negated = bool(floor_negated.any())  # else the sign product can go: x * 1.0 is x
         self.bias = np.where(self.is_floor, floor_negated.astype(np.float64), self.bias)
 
     def _bind_features(self, ctx: Context, terms: list[Term], members: list[np.ndarray], groups: set) -> None:
-        """The feature matrix, the filler of each group it needs, and the flat index of every
-        pair's feature (and of its member's ALIVE), so that one gather reads them all."""
+        """The feature matrix, which groups of columns it fills, and the flat index of every pair's
+        feature (and of its member's ALIVE), so that one gather reads them all."""
         rows = ctx.layout.slots * ctx.layout.n_worlds
         self.features = np.zeros((rows, core.N_FEATURES), order="F")  # by column
         self.features[:, core.KILLED_PLAYER_LEVEL: core.KILLED_NPC_LEVEL + 1] = -1
@@ -105,29 +112,64 @@ class Terms:
         self.alive_index = core.ALIVE * rows + self.slot
         self.kills_written = False
         self.stale = True  # every column is filled on the first tick
-        self.gated = bool(groups & {"level", "combat", "armour", "kills"})
+        self.alive_full = False  # the ALIVE column holds every slot alive
+        self.fills = {group: group in groups for group in _GROUPS}
         self.event_span = _span([t.column for t in terms if _GROUP_OF[t.column] == "events"])
         self.start_xp = _start_xp(ctx) if "xp" in groups else None
         self.xp_span = _span([t.column - core.XP_GAINED for t in terms if _GROUP_OF[t.column] == "xp"])
-        self.tile_tables = self._tile_tables(ctx, terms, groups)
+        self.xp_columns = slice(core.XP_GAINED + self.xp_span.start, core.XP_GAINED + self.xp_span.stop)
+        self._spawn: np.ndarray | None = None  # (2, slots): spawn rows and columns within their worlds
+        self._bind_tiles(ctx, terms, groups)
         self.changing: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         if "sees" in groups:
             self._bind_changing(ctx, terms, members)
-        fillers = {"events": self._fill_events, "alive": self._fill_alive, "level": self._fill_level,
-                   "xp": self._fill_xp, "combat": self._fill_combat, "armour": self._fill_armour,
-                   "spawn": self._fill_spawn, "kills": self._fill_kills, "tick": self._fill_tick}
-        self.fillers = [fillers[group] for group in sorted(groups) if group in fillers]
+        self.changing_columns = {core.SEES + code for code in self.changing}
+        self._bind_skips(terms)
 
     def restart(self, leaves: np.ndarray) -> None:
-        self.total[leaves] = 0.0
+        self.total[leaves[self.accumulated]] = 0.0
+
+    def skip_done(self, done: np.ndarray) -> None:
+        """Stop filling the columns that only leaves of completed tasks read (`done`: per leaf; a
+        restarted task's leaves read them again, filled afresh on the tick its agent arrives)."""
+        running = np.bincount(self.skip_key, weights=~done[self.keyed], minlength=len(self.skip_keys)) > 0
+        for key, needed in zip(self.skip_keys, running.tolist(), strict=True):
+            if key == "tiles":
+                self.tile_needed = needed
+            elif isinstance(key, int):
+                self.changing_needed[key] = needed
+            else:
+                self.fills[key] = needed
+
+    def _bind_skips(self, terms: list[Term]) -> None:
+        """Each leaf's skip key (a group, "tiles" for the tile block, a changing material's
+        code; none for events and ALIVE), so that one count tells which are still read."""
+        keys = [group for group in _SKIPPABLE if self.fills[group]] + (["tiles"] if self.tile_table is not None else [])
+        keys += list(self.changing)
+        self.skip_keys = keys
+        index = {key: i for i, key in enumerate(keys)}
+
+        def key_of(term: Term):
+            if term.column in self.changing_columns:
+                return index[term.column - core.SEES]
+            if self.tile_table is not None and self.tile_columns.start <= term.column < self.tile_columns.stop:
+                return index["tiles"]
+            return index.get(_GROUP_OF[term.column])
+
+        of_leaf = [key_of(t) for t in terms]
+        self.keyed = np.flatnonzero([k is not None for k in of_leaf])
+        self.skip_key = np.array([k for k in of_leaf if k is not None], dtype=np.int64)
+        self.tile_needed = self.tile_table is not None
+        self.changing_needed = {code: True for code in self.changing}
 
     def evaluate(self, ctx: Context, out: np.ndarray | None = None) -> np.ndarray:
         """Progress of every term leaf (into `out`, if given)."""
         features = self._fill(ctx)
         x = features[self.index]
-        y = clip_ufunc(x - self.offset, self.low, self.cap)
-        if self.has_eq:
-            y = np.where(self.is_eq, x == self.threshold, y)
+        equal = x[self.equal_pairs] == self.equal_to if self.equal_pairs.size else None
+        y = clip_ufunc(np.subtract(x, self.offset, out=x), self.low, self.cap, out=x)
+        if equal is not None:
+            y[self.equal_pairs] = equal
         if self.any_alive_only and not ctx.all_alive:  # dead members of alive-only terms read `fill`
             np.copyto(y, self.fill, where=features[self.alive_index] < self.alive_only)
         agg = np.bincount(self.leaf, weights=y, minlength=len(self.nodes))
@@ -135,105 +177,94 @@ class Terms:
             agg[self.min_leaves] = np.minimum.reduceat(y[self.min_pairs], self.min_starts)
         if self.empty_min.size:
             agg[self.empty_min] = BIG
-        if self.any_accumulating:
-            np.add(self.total, agg, out=self.total, where=self.accumulating)
-            np.copyto(agg, self.total, where=self.accumulating)
-        progress = agg * self.scale
-        if self.any_floor:
-            np.floor(progress, out=progress, where=self.is_floor)
-            progress *= self.floor_sign
+        if self.total.size:
+            self.total += agg[self.accumulated]
+            agg[self.accumulated] = self.total
+        progress = np.multiply(agg, self.scale, out=agg)
+        if self.floored.size:
+            progress[self.floored] = np.floor(progress[self.floored])
+            if self.any_floor_negated:
+                progress *= self.floor_sign
         progress += self.bias
-        return clip_ufunc(progress, 0.0, 1.0, out=progress if out is None else out)
+        return clip_ufunc(progress, core.ZERO, core.ONE, out=progress if out is None else out)
 
     def _fill(self, ctx: Context) -> np.ndarray:
-        """Fill the columns terms read; return them flat. Levels and armour change only with a
-        level-up, loot or a new agent (the event log says when), so most ticks they are left as they are."""
-        f, n = self.features, len(ctx.alive)
+        """Fill the columns terms read; return them flat. Levels, armour and kills change only with
+        a level-up, loot, a kill or a new agent (the event log says when), so most ticks they are
+        left as they are; ALIVE is left while every slot stays alive."""
+        f, n, ent, fills = self.features, len(ctx.alive), ctx.ent, self.fills
         anew = self.stale or ctx.newcomers is not None
         self.stale = False
-        changes = self._changes(ctx.ent.events[:n]) if self.gated else None
-        for filler in self.fillers:
-            filler(ctx, f, n, anew, changes)
-        if self.tile_tables:
-            flat = ctx.flat
-            for column, table in self.tile_tables:
-                f[:, column] = table[flat]
+        written = ctx.state.written or _EVERYTHING
+        if fills["events"]:
+            f[:, self.event_span] = ent.events[:n, self.event_span]
+        if fills["alive"] and (anew or not (ctx.all_alive and self.alive_full)):
+            f[:, core.ALIVE] = ctx.alive
+            self.alive_full = ctx.all_alive
+        if fills["level"] and (anew or written.level_up):
+            f[:, core.LEVEL: core.LEVEL + len(Skill)] = ent.level[:n]
+        if fills["xp"]:
+            np.subtract(ent.xp[:n, self.xp_span], self.start_xp[self.xp_span], out=f[:, self.xp_columns])
+        level_up = written.level_up
+        if fills["combat"] and (anew or (level_up and (level_up[_CONSTITUTION] or level_up[_MELEE] or level_up[_RANGE]
+                                                       or level_up[_MAGE] or level_up[_DEFENSE]))):
+            self._fill_combat(ent.level[:n], f)
+        if fills["armour"] and (anew or written.equipment_up):
+            np.add(ent.armour[:n, 0], ent.armour[:n, 1], out=f[:, core.ARMOUR], casting="unsafe")
+        if fills["spawn"]:
+            if anew:
+                self._spawn = np.array((ent.spawn_row[:n] - ctx.row_offset, ent.spawn_col[:n]), dtype=np.float64)
+            chebyshev_between(ctx.position, self._spawn, out=f[:, core.SPAWN_DISTANCE])
+        if fills["kills"] and (written.kill or self.kills_written):
+            self._fill_kills(ent.events[:n], f)
+            self.kills_written = written.kill
+        if fills["tick"]:
+            f[:, core.TICK] = np.repeat(ctx.world_ticks, ctx.layout.slots) if ctx.layout.n_worlds > 1 else (
+                ctx.world_ticks[0])
+        if self.tile_needed:
+            f[:, self.tile_columns] = self.tile_table.take(ctx.flat, axis=0)  # take: twice as fast as [] on rows
         if self.changing:
-            self._fill_changing(ctx, f)
+            self._fill_changing(ctx)
         return self.flat_features
 
     @staticmethod
-    def _changes(events: np.ndarray) -> list[bool]:
-        """Kills, ..., equipment and level-ups (all, then per skill) of the tick, per column, in one reduction."""
-        return any_of(events[:, _CHANGES], axis=0).tolist()
-
-    def _fill_events(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        f[:, self.event_span] = ctx.ent.events[:n, self.event_span]
-
-    def _fill_alive(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        f[:, core.ALIVE] = ctx.alive
-
-    def _fill_level(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        if anew or changes[_LEVEL_UP]:
-            f[:, core.LEVEL: core.LEVEL + len(Skill)] = ctx.ent.level[:n]
-
-    def _fill_xp(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        span = self.xp_span
-        np.subtract(ctx.ent.xp[:n, span], self.start_xp[span], out=f[:, core.XP_GAINED + span.start: core.XP_GAINED
-                                                                       + span.stop])
-
-    def _fill_combat(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
+    def _fill_combat(level: np.ndarray, f: np.ndarray) -> None:
         """`Entities.combat_level`, inline (only its five skills change it)."""
-        if anew or any(changes[i] for i in _COMBAT_UP):
-            level = ctx.ent.level[:n]
-            best = np.maximum(np.maximum(level[:, _MELEE], level[:, _RANGE]), level[:, _MAGE])
-            base = 0.25 * (level[:, _DEFENSE] + level[:, _CONSTITUTION])
-            np.floor(base + 0.5 * best, out=f[:, core.COMBAT_LEVEL])
-
-    def _fill_armour(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        if anew or changes[_EQUIPMENT_UP]:
-            armour = ctx.ent.armour[:n]
-            np.add(armour[:, 0], armour[:, 1], out=f[:, core.ARMOUR], casting="unsafe")
-
-    def _fill_spawn(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        ent = ctx.ent
-        np.maximum(np.abs(ent.row[:n] - ent.spawn_row[:n]), np.abs(ent.col[:n] - ent.spawn_col[:n]),
-                   out=f[:, core.SPAWN_DISTANCE], casting="unsafe")
-
-    def _fill_tick(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        f[:, core.TICK] = np.repeat(ctx.world_ticks, ctx.layout.slots) if ctx.layout.n_worlds > 1 else (
-            ctx.world_ticks[0])
-
-    def _fill_kills(self, ctx: Context, f: np.ndarray, n: int, anew: bool, changes) -> None:
-        """(victim level + 1) * killed - 1: the victim's level, or -1 (kills are rare: most ticks
-        there are none to write and none to clear)."""
-        any_kill = changes[_KILL]
-        if any_kill or self.kills_written:
-            events = ctx.ent.events[:n]
-            level = events[:, ints.Event.KILL_LEVEL] + 1
-            np.multiply(level, events[:, ints.Event.KILL_PLAYER], out=f[:, core.KILLED_PLAYER_LEVEL], casting="unsafe")
-            np.multiply(level, events[:, ints.Event.KILL_NPC], out=f[:, core.KILLED_NPC_LEVEL], casting="unsafe")
-            f[:, core.KILLED_PLAYER_LEVEL: core.KILLED_NPC_LEVEL + 1] -= 1
-        self.kills_written = any_kill
+        best = np.maximum(np.maximum(level[:, _MELEE], level[:, _RANGE]), level[:, _MAGE])
+        base = 0.25 * (level[:, _DEFENSE] + level[:, _CONSTITUTION])
+        np.floor(base + 0.5 * best, out=f[:, core.COMBAT_LEVEL])
 
     @staticmethod
-    def _tile_tables(ctx: Context, terms: list[Term], groups: set) -> list[tuple[int, np.ndarray]]:
+    def _fill_kills(events: np.ndarray, f: np.ndarray) -> None:
+        """(victim level + 1) * killed - 1: the victim's level, or -1 (kills are rare: most ticks
+        there are none to write and none to clear)."""
+        level = events[:, ints.Event.KILL_LEVEL] + 1
+        np.multiply(level, events[:, ints.Event.KILL_PLAYER], out=f[:, core.KILLED_PLAYER_LEVEL], casting="unsafe")
+        np.multiply(level, events[:, ints.Event.KILL_NPC], out=f[:, core.KILLED_NPC_LEVEL], casting="unsafe")
+        f[:, core.KILLED_PLAYER_LEVEL: core.KILLED_NPC_LEVEL + 1] -= 1
+
+    def _bind_tiles(self, ctx: Context, terms: list[Term], groups: set) -> None:
         """Per-tile values of the columns that depend on the tile only (the centre distance, the
-        tile, whether a material that never changes is in sight), per episode: each is then one
-        gather by the slots' tiles."""
+        tile, whether a material that never changes is in sight), side by side in one table per
+        episode: each tick one gather by the slots' tiles fills them all."""
         tiles, side = ctx.state.tiles, ctx.config.MAP_SIZE
         row, col = np.divmod(np.arange(tiles.material.size), tiles.cols)
         row %= side  # within its world
-        tables = []
+        values: dict[int, np.ndarray] = {}
         if "center" in groups:
-            tables.append((core.CENTER_DISTANCE, chebyshev(row, col, side // 2, side // 2).astype(np.float64)))
+            values[core.CENTER_DISTANCE] = chebyshev(row, col, side // 2, side // 2)
         if "tile" in groups:
-            tables.append((core.TILE, (row * side + col).astype(np.float64)))
+            values[core.TILE] = row * side + col
         codes = sorted({t.column - core.SEES for t in terms if t.column >= core.SEES} - set(_CHANGING))
         for code in codes:
-            seen = _in_sight(tiles.material == code, ctx.config.PLAYER_VISION_RADIUS).ravel()
-            tables.append((core.SEES + code, seen.astype(np.float64)))  # float: the fill is a plain copy
-        return tables
+            values[core.SEES + code] = _in_sight(tiles.material == code, ctx.config.PLAYER_VISION_RADIUS).ravel()
+        self.tile_table = None
+        if values:
+            low, high = min(values), max(values) + 1
+            self.tile_columns = slice(low, high)
+            self.tile_table = np.zeros((tiles.material.size, high - low))  # a column nobody reads stays 0
+            for column, value in values.items():
+                self.tile_table[:, column - low] = value
 
     def _bind_changing(self, ctx: Context, terms: list[Term], members: list[np.ndarray]) -> None:
         """Forest and scrub change (harvests, regrowth): they are looked for around the slots that
@@ -248,12 +279,14 @@ class Terms:
         steps = np.arange(-radius, radius + 1)
         self.window = (steps[:, None] * tiles.cols + steps[None, :]).ravel()
 
-    def _fill_changing(self, ctx: Context, f: np.ndarray) -> None:
+    def _fill_changing(self, ctx: Context) -> None:
         flat, material = ctx.flat, ctx.state.tiles.material.ravel()
         flat_features = self.flat_features
         for code, (slots, index) in self.changing.items():  # the lava border, wider than vision, keeps windows inside
+            if not self.changing_needed[code]:
+                continue
             window = material[flat[slots][:, None] + self.window]
-            flat_features[index] = any_of(window == code, axis=1)
+            flat_features[index] = np.logical_or.reduce(window == code, axis=1)
 
 
 def _span(columns: list[int]) -> slice:

@@ -16,6 +16,7 @@ Each writer adds its own time to ``state.event_seconds`` (the tasks' time accoun
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from time import perf_counter
 
 import numpy as np
@@ -24,6 +25,18 @@ from nmmo.core.enums import Event, ints
 from nmmo.core.state import State
 
 _LEVELS = slice(int(Event.LEVEL_CONSTITUTION), int(Event.LEVEL_DEFENSE) + 1)
+_ONE = np.array(1, dtype=np.int32)
+_ONE.flags.writeable = False
+#: The columns a landed hit sets, by [style, target is an NPC].
+_HIT_COLUMNS = np.array([[[Event.SCORE_HIT, Event.HIT_MELEE + style, kind]
+                          for kind in (Event.HIT_PLAYER, Event.HIT_NPC)] for style in range(3)], dtype=np.int64)
+
+
+@lru_cache(maxsize=8)
+def _ones(n: int) -> np.ndarray:
+    ones = np.ones(n, dtype=np.int32)
+    ones.flags.writeable = False
+    return ones
 
 
 @dataclass
@@ -31,7 +44,16 @@ class Before:
     """The players' levels as the tick began (level-ups are their changes)."""
 
     level: np.ndarray
-    level_sum: int
+
+
+@dataclass
+class Written:
+    """Which rare events some row had this tick (readers skip their work when none did):
+    kills, equipment gains, and level-ups per skill."""
+
+    kill: bool = False
+    equipment_up: bool = False
+    level_up: tuple[bool, ...] = ()
 
 
 def begin_tick(state: State) -> Before:
@@ -39,9 +61,9 @@ def begin_tick(state: State) -> Before:
     start = perf_counter()
     ent = state.entities
     ent.events.fill(0)
-    np.add(ent.tile_ticks, 1, out=ent.tile_ticks)
-    levels = ent.level[: ent.n_players].copy()
-    before = Before(levels, int(np.add.reduce(levels.ravel())))
+    np.add(ent.tile_ticks, _ONE, out=ent.tile_ticks)  # a 0-d array: a Python 1 is converted on every call
+    state.written = Written()
+    before = Before(ent.level[: ent.n_players].copy())
     state.event_seconds += perf_counter() - start
     return before
 
@@ -64,12 +86,12 @@ def combat(state: State, attackers: np.ndarray, styles: np.ndarray, targets: np.
     ent = state.entities
     events, n_players = ent.events, ent.n_players
     landed = attackers[hit]
-    if landed.size:
-        events[landed, ints.Event.SCORE_HIT] = 1
-        events[landed, ints.Event.HIT_MELEE + styles[hit]] = 1
-        events[landed, np.where(targets[hit] < n_players, ints.Event.HIT_PLAYER, ints.Event.HIT_NPC)] = 1
+    if landed.size:  # SCORE_HIT, the style's and the target kind's columns, in one write
+        npc = (targets[hit] >= n_players).view(np.uint8)  # 0 / 1 as an index
+        events[landed[:, None], _HIT_COLUMNS[styles[hit], npc]] = 1
     events[attackers, ints.Event.DAMAGE_DEALT] = credited
     if killed.size:
+        state.written.kill = True
         events[killers, ints.Event.PLAYER_KILL] = 1
         events[killers, np.where(killed < n_players, ints.Event.KILL_PLAYER, ints.Event.KILL_NPC)] = 1
         events[killers, ints.Event.KILL_LEVEL] = ent.combat_level(killed)
@@ -80,7 +102,10 @@ def looted(state: State, killers: np.ndarray, equipment_before: np.ndarray) -> N
     """Killers whose equipment level rose with the armour they took."""
     start = perf_counter()
     ent = state.entities
-    ent.events[killers[ent.max_equipment[killers] > equipment_before], ints.Event.EQUIPMENT_UP] = 1
+    gained = killers[ent.max_equipment[killers] > equipment_before]
+    if gained.size:
+        state.written.equipment_up = True
+        ent.events[gained, ints.Event.EQUIPMENT_UP] = 1
     state.event_seconds += perf_counter() - start
 
 
@@ -101,16 +126,14 @@ def explore(state: State, distance: np.ndarray) -> None:
 
 def settle(state: State, before: Before) -> None:
     """After the moves: level-ups from the snapshot, and this tick's events added to the life
-    totals. (Only players gain levels, and level-ups are rare: only rows whose levels changed are
-    written.)"""
+    totals. (Only players gain levels: their rows are written when some level rose.)"""
     start = perf_counter()
     ent = state.entities
-    events = ent.events
-    levels = ent.level[: ent.n_players]
-    if np.add.reduce(levels.ravel()) != before.level_sum:  # levels only rise: an equal sum means no level-up
-        rows = np.logical_or.reduce(levels != before.level, axis=1).nonzero()[0]
-        gained = levels[rows] - before.level[rows]
-        events[rows, _LEVELS] = gained
-        events[rows, ints.Event.LEVEL_UP] = np.add.reduce(gained, axis=1)
+    events, n = ent.events, ent.n_players
+    gained = np.subtract(ent.level[:n], before.level, out=before.level)
+    if np.count_nonzero(gained):  # sums as products with ones: a third of the time of axis reductions
+        state.written.level_up = tuple(count > 0 for count in (_ones(n) @ gained).tolist())
+        events[:n, _LEVELS] = gained
+        np.matmul(gained, _ones(gained.shape[1]), out=events[:n, ints.Event.LEVEL_UP])
     ent.event_totals += events
     state.event_seconds += perf_counter() - start

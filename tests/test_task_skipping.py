@@ -1,0 +1,56 @@
+"""Completed tasks are not evaluated again (nmmo 2.x's behaviour): batches without state of their
+own, feature columns and combinations that only completed task-type tasks read are skipped until
+one of those tasks restarts. Skipping must never change a result."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nmmo
+from nmmo import config as cfg
+from nmmo.tasks import TaskSet, TaskState, load_task_set, shipped
+
+
+def every_shipped_spec() -> TaskSet:
+    first = {}
+    for name in shipped():
+        for spec in load_task_set(name):
+            first.setdefault(spec.name, spec)
+    return TaskSet(tuple(first.values()), "every", "<test>")
+
+
+def random_actions(obs, rng: np.random.Generator) -> np.ndarray:
+    rows = obs.move_mask.shape[0]
+    actions = np.empty((rows, 3), dtype=np.int64)
+    actions[:, 0] = np.argmax(rng.random((rows, 5)) * obs.move_mask, axis=1)
+    actions[:, 1] = rng.integers(0, 3, rows)
+    actions[:, 2] = np.argmax(rng.random(obs.target_mask.shape) * obs.target_mask, axis=1)
+    return actions
+
+
+def test_skipping_completed_tasks_changes_no_result():
+    world = type("World", (cfg.Small, cfg.Resource, cfg.Combat, cfg.Progression, cfg.NPC), {})
+    config = world().update({"PLAYER_N": 64, "NPC_N": 8, "PLAYER_TEAM_SIZE": 2, "HORIZON": 200})
+    tasks = every_shipped_spec()
+    env = nmmo.Env(config, seed=4)
+    for assign in ("agent", "team"):
+        env.reset(seed=4)
+        units = config.PLAYER_N // (2 if assign == "team" else 1)
+        assignment = np.arange(units) % len(tasks)
+        skipping = TaskState(tasks, config, assign=assign)
+        full = TaskState(tasks, config, assign=assign, skip_completed=False)
+        for t in (skipping, full):
+            t.reset(env.realm.state, assignment=assignment)
+        rng, obs, skipped, newcomers = np.random.default_rng(1), env._obs, 0, 0
+        for _ in range(150):
+            obs = env.step_arrays(random_actions(obs, rng)).obs
+            a, b = skipping.evaluate(env.realm.state), full.evaluate(env.realm.state)
+            for name in ("rewards", "progress", "completed"):
+                assert np.array_equal(getattr(a, name), getattr(b, name)), (assign, name)
+            terms, all_terms = skipping._compiled.terms, full._compiled.terms
+            skipped += sum(skipping._skip) + sum(level.skip for level in skipping._compiled.levels) + sum(
+                all_terms.fills[g] and not terms.fills[g] for g in terms.fills) + (
+                all_terms.tile_needed and not terms.tile_needed) + sum(not n for n in terms.changing_needed.values())
+            newcomers += skipping._ctx.newcomers is not None
+        assert skipped > 0 and newcomers > 0, (skipped, newcomers)  # both paths ran: skips, and restarts
+        assert not any(full._skip)
