@@ -150,11 +150,12 @@ PRESETS: dict[str, dict] = {
                  "teacher": "scripted:Combat", "teacher_steps": 3_000_000, "out": "out/small"},
     },
     "tasks": {
-        "about": "a task-conditioned agent on the train task set with the edge curriculum, 3M agent-steps on "
-                 "train_small (about 20 minutes on 2 cores; not shipped yet: docs/experiments.md says why)",
-        "args": {"config": "train_small", "tasks": "train", "task_curriculum": "edge", "total_steps": 3_000_000,
+        "about": "a task-conditioned agent: the train task set with the edge curriculum in train_tasks (the task "
+                 "reward and the survival reward), imitating scripted:Combat over its first 1M of 3M agent-steps "
+                 "(the tasks experiment's conditioned arm, seed 0; docs/experiments.md)",
+        "args": {"config": "train_tasks", "tasks": "train", "task_curriculum": "edge", "total_steps": 3_000_000,
                  "minutes": 60.0, "minibatches": 16, "minibatch_agent_steps": 256, "threads": 1, "seed": 0,
-                 "out": "out/tasks"},
+                 "teacher": "scripted:Combat", "teacher_steps": 1_000_000, "out": "out/tasks"},
     },
 }
 

@@ -216,6 +216,11 @@ def test_tasks_experiment_compares_conditioned_and_blind_agents_on_heldout_tasks
     rows = saved["summary"]["rows"]
     assert [r["arm"] for r in rows] == ["conditioned", "blind"] and rows[0]["completion"]["n"] == 1
     assert saved["summary"]["verdict"][-1].startswith(("Not shown", "Shown"))
+    # the reference (baseline:small, never trained on tasks) plays the same held-out episodes
+    assert saved["reference"]["spec"] == "baseline:small" and saved["reference"]["map_seeds"] == evaluation["map_seeds"]
+    assert set(saved["summary"]["versus_reference"]) == {"conditioned", "blind"}
+    verdict = saved["summary"]["verdict"]
+    assert any("baseline:small held-out completion on the same episodes" in line for line in verdict)
     assert min(png_size(out / "tasks.png")) > 100
     seen = []  # a resume trains nothing
     budget = Budget(100, rows=16, eval_episodes=1, eval_ticks=8, progress=False)

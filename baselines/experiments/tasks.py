@@ -55,6 +55,8 @@ ARMS = ("conditioned", "blind")
 #: or lightly used, 0.8k to 1.7k while other jobs shared both cores (docs/experiments.md, "Task generalization").
 DEFAULT_STEPS = 3_000_000
 EVAL_EPISODES = 4
+#: What task training is measured against: the shipped survival baseline, which never saw a task.
+REFERENCE = "baseline:small"
 #: The share of the last iterations whose ended lives give the training-set completion.
 TAIL = 0.1
 
@@ -118,21 +120,38 @@ def evaluator(budget: Budget, heldout: str):
 
         torch.set_num_threads(budget.threads)
         config = eval_config(run.config, budget.eval_ticks, TASKS=heldout, TASK_CURRICULUM="")
-        policy = CheckpointPolicy(config, path=entry["checkpoint"])
-        n = budget.eval_episodes
-        seeds, maps = episode_seeds(budget.eval_seed, n), eval_map_seeds(config, n)
-        episodes = [SimpleNamespace(tasks=play_task_episode(config, policy, s, m))
-                    for s, m in zip(seeds, maps, strict=True)]
-        rates = [float(e.tasks[:, 2].mean()) for e in episodes if len(e.tasks)]
-        progress = [float(e.tasks[:, 1].mean()) for e in episodes if len(e.tasks)]
+        out = heldout_episodes(config, CheckpointPolicy(config, path=entry["checkpoint"]), budget, heldout)
         log = read_log(Path(entry["checkpoint"]).parent)
-        return {"config": config.name, "ticks": config.HORIZON, "tasks": heldout, "map_seeds": maps,
-                "lives": [len(e.tasks) for e in episodes], "completion": [clean(r) for r in rates],
-                "progress": [clean(p) for p in progress], "report": task_report(episodes, load_task_set(heldout)),
-                "train_completion": clean(tail_completion(log)),
+        return {**out, "train_completion": clean(tail_completion(log)),
                 "train_curve": [[row["step"], clean(row.get("task_completion")), row.get("task_lives")] for row in log]}
 
     return evaluate
+
+
+def heldout_episodes(config, policy: Any, budget: Budget, heldout: str) -> dict[str, Any]:
+    """`policy` controls every agent of the evaluation episodes (the same seeds and maps for every
+    run): lives, completion and progress per episode, and the report per task and tag."""
+    n = budget.eval_episodes
+    seeds, maps = episode_seeds(budget.eval_seed, n), eval_map_seeds(config, n)
+    episodes = [SimpleNamespace(tasks=play_task_episode(config, policy, s, m))
+                for s, m in zip(seeds, maps, strict=True)]
+    rates = [float(e.tasks[:, 2].mean()) for e in episodes if len(e.tasks)]
+    progress = [float(e.tasks[:, 1].mean()) for e in episodes if len(e.tasks)]
+    return {"config": config.name, "ticks": config.HORIZON, "tasks": heldout, "map_seeds": maps,
+            "lives": [len(e.tasks) for e in episodes], "completion": [clean(r) for r in rates],
+            "progress": [clean(p) for p in progress], "report": task_report(episodes, load_task_set(heldout))}
+
+
+def reference_eval(config: str, budget: Budget, heldout: str, spec: str = REFERENCE) -> dict[str, Any]:
+    """The reference policy (`baseline:small`: trained to survive, never saw a task, ignores the
+    embedding) on the same held-out episodes as the runs: what task training adds."""
+    import torch
+
+    from nmmo.policy import load_policy_class
+
+    torch.set_num_threads(budget.threads)
+    world = eval_config(config_module.resolve(config), budget.eval_ticks, TASKS=heldout, TASK_CURRICULUM="")
+    return {"spec": spec, **heldout_episodes(world, load_policy_class(spec)(world), budget, heldout)}
 
 
 def tail_completion(log: list[dict]) -> float:
@@ -161,6 +180,7 @@ def run_tasks(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS, budget: Budg
     results = run_all("tasks", runs, budget, out, settings, evaluator(budget, heldout), resume, command, on_run,
                       trainer(train_tasks, curriculum, teacher, teacher_steps),
                       task_reward_recipe(config, teacher, teacher_steps))
+    results["reference"] = reference_eval(config, budget, heldout)  # no training: measured again on a resume
     results["summary"] = summarize(results, runs)
     save_results(out / "tasks.json", results)
     plot(results, runs, out / "tasks.png")
@@ -172,9 +192,19 @@ def _arm_cells(entries: list[dict], key: str) -> dict[str, Any]:
     return seed_interval([float(np.mean(e["eval"][key])) if e["eval"][key] else None for e in entries])
 
 
+def task_mean(entry: dict) -> float | None:
+    """A run's held-out completion with every task weighted equally: the mean over the held-out
+    tasks (those some life held) of each task's completion rate. The score per life favours
+    whatever lives most often, e.g. short lives on a task completed at spawn."""
+    rates = [t["completion"]["mean"] for t in entry["eval"]["report"]["tasks"].values()
+             if t["completion"]["mean"] is not None]
+    return float(np.mean(rates)) if rates else None
+
+
 def summarize(results: dict[str, Any], runs: list[Run]) -> dict[str, Any]:
-    """Per arm: held-out completion and progress, the training set's completion at the end, and
-    each tag's held-out completion, with t intervals over seeds; the verdict."""
+    """Per arm: held-out completion (per life, and tasks weighted equally) and progress, the
+    training set's completion at the end, and each tag's held-out completion, with t intervals
+    over seeds; the verdict."""
     groups = by_condition(results, runs)
     tags = sorted({tag for entries in groups.values() for tag in entries[0]["eval"]["report"]["tags"]})
     rows = []
@@ -184,18 +214,43 @@ def summarize(results: dict[str, Any], runs: list[Run]) -> dict[str, Any]:
 
         rows.append({"arm": arm, "seeds": [e["seed"] for e in entries], "steps": [e["steps"] for e in entries],
                      "completion": _arm_cells(entries, "completion"), "progress": _arm_cells(entries, "progress"),
+                     "task_mean": seed_interval([task_mean(e) for e in entries]),
                      "train_completion": seed_interval([e["eval"]["train_completion"] for e in entries]),
                      "tags": {tag: seed_interval([tag_mean(e, tag) for e in entries]) for tag in tags}})
     paired = paired_difference(groups)
-    return {"rows": rows, "tags": tags, "difference": paired, "verdict": verdict(rows, paired)}
+    summary = {"rows": rows, "tags": tags, "difference": paired,
+               "difference_task_mean": paired_difference(groups, task_mean)}
+    reference = results.get("reference")
+    if reference:
+        summary["reference"] = {"spec": reference["spec"], "completion": seed_interval(reference["completion"]),
+                                "task_mean": seed_interval([task_mean({"eval": reference})]),
+                                "progress": seed_interval(reference["progress"])}
+        summary["versus_reference"] = {arm: versus_reference(entries, reference) for arm, entries in groups.items()}
+    summary["verdict"] = verdict(rows, paired, summary.get("versus_reference"), reference and reference["spec"])
+    return summary
 
 
-def paired_difference(groups: dict[str, list[dict]]) -> dict[str, Any]:
-    """Held-out completion, conditioned minus blind, per seed (the two runs of a seed play the same
-    evaluation episodes: same maps, same task draws), with a t interval over seeds."""
-    def score(entry: dict) -> float | None:
-        return float(np.mean(entry["eval"]["completion"])) if entry["eval"]["completion"] else None
+def versus_reference(entries: list[dict], reference: dict) -> dict[str, Any]:
+    """Held-out completion per life minus the reference's on the same episodes: per seed the mean
+    over episodes (a t interval over seeds), and for the first seed per episode (the shipped
+    baseline's recipe is the conditioned arm's first seed)."""
+    def differences(entry: dict) -> list[float]:
+        ours, theirs = entry["eval"]["completion"], reference["completion"]
+        return [a - b for a, b in zip(ours, theirs, strict=False) if a is not None and b is not None]
 
+    per_seed = [float(np.mean(d)) if (d := differences(e)) else None for e in entries]
+    return {"seeds": seed_interval(per_seed), "first_seed_episodes": seed_interval(differences(entries[0]))}
+
+
+def life_mean(entry: dict) -> float | None:
+    """A run's held-out completion per life (the mean over episodes of each episode's rate)."""
+    return float(np.mean(entry["eval"]["completion"])) if entry["eval"]["completion"] else None
+
+
+def paired_difference(groups: dict[str, list[dict]], score=life_mean) -> dict[str, Any]:
+    """A held-out score (default: completion per life), conditioned minus blind, per seed (the two
+    runs of a seed play the same evaluation episodes: same maps, same task draws), with a t
+    interval over seeds."""
     arms = {arm: {e["seed"]: score(e) for e in entries} for arm, entries in groups.items()}
     if set(arms) != set(ARMS):
         return seed_interval([])
@@ -211,14 +266,16 @@ def disjoint(a: dict, b: dict) -> bool | None:
     return a["high"] < b["low"] or b["high"] < a["low"]
 
 
-def verdict(rows: list[dict], paired: dict | None = None) -> list[str]:
-    """Plain sentences: held-out completion of the arms, whether their intervals are disjoint, and
-    the paired difference per seed."""
+def verdict(rows: list[dict], paired: dict | None = None, versus: dict | None = None,
+            reference: str | None = None) -> list[str]:
+    """Plain sentences: held-out completion of the arms, whether their intervals are disjoint, the
+    paired difference per seed, and each arm against the reference policy."""
     arms = {row["arm"]: row for row in rows}
     if set(arms) != set(ARMS):
         return ["Incomplete: both arms are needed for a verdict."]
     out = []
-    for key, what in (("completion", "held-out completion"), ("progress", "held-out progress"),
+    for key, what in (("completion", "held-out completion"), ("task_mean", "held-out completion, tasks weighted "
+                                                                          "equally"), ("progress", "held-out progress"),
                       ("train_completion", "training-set completion at the end of training")):
         a, b = arms["conditioned"][key], arms["blind"][key]
         if a["mean"] is None or b["mean"] is None:
@@ -233,6 +290,11 @@ def verdict(rows: list[dict], paired: dict | None = None) -> list[str]:
         excludes = paired["low"] > 0 or paired["high"] < 0
         out.append(f"Paired by seed (same evaluation episodes), conditioned - blind held-out completion: "
                    f"{fmt(paired, 3)} ({'excludes' if excludes else 'includes'} 0).")
+    for arm, cells in (versus or {}).items():
+        cell = cells["seeds"]
+        if cell.get("mean") is not None:
+            out.append(f"{arm} - {reference} held-out completion on the same episodes: {fmt(cell, 3)} (over seeds"
+                       f"; first seed per episode {fmt(cells['first_seed_episodes'], 3)}).")
     main = disjoint(arms["conditioned"]["completion"], arms["blind"]["completion"])
     gain = (arms["conditioned"]["completion"]["mean"] or 0.0) > (arms["blind"]["completion"]["mean"] or 0.0)
     if main and gain:
@@ -250,12 +312,19 @@ def table(results: dict[str, Any]) -> Table:
     t = Table(title=f"Task generalization: train on {settings['train_tasks']} ({settings['curriculum'] or 'no'} "
                     f"curriculum), evaluate on {settings['heldout']}; {settings['steps']:,} agent-steps per run, "
                     f"{len(results['seeds'])} seed(s); mean [95 % t interval over seeds]")
-    for name in ("arm", "held-out completion", "held-out progress", "train-set completion (end)",
+    for name in ("arm", "held-out completion", "tasks weighted equally", "held-out progress",
+                 "train-set completion (end)",
                  *(f"tag {tag}" for tag in summary["tags"] if tag != "heldout")):
         t.add_column(name, justify="left" if name == "arm" else "right")
     for row in summary["rows"]:
-        t.add_row(row["arm"], fmt(row["completion"], 3), fmt(row["progress"], 3), fmt(row["train_completion"], 3),
+        t.add_row(row["arm"], fmt(row["completion"], 3), fmt(row.get("task_mean", {}), 3), fmt(row["progress"], 3),
+                  fmt(row["train_completion"], 3),
                   *(fmt(row["tags"][tag], 3) for tag in summary["tags"] if tag != "heldout"))
+    reference = summary.get("reference")
+    if reference:  # its interval is over episodes, not seeds
+        t.add_row(f"{reference['spec']} (reference; over episodes)", fmt(reference["completion"], 3),
+                  fmt(reference["task_mean"], 3), fmt(reference["progress"], 3), "-",
+                  *("-" for tag in summary["tags"] if tag != "heldout"))
     return t
 
 
@@ -268,11 +337,11 @@ def plot(results: dict[str, Any], runs: list[Run], path: Path) -> Path:
     colours = {"conditioned": "C0", "blind": "C1"}
     rows = {row["arm"]: row for row in summary["rows"]}
     ax = axes[0]
-    for i, key in enumerate(("completion", "progress")):
+    for i, key in enumerate(("completion", "task_mean", "progress")):
         for j, arm in enumerate(rows):
-            cell, x = rows[arm][key], i + (j - 0.5) * 0.35
+            cell, x = rows[arm].get(key, {}), i + (j - 0.5) * 0.35
             _bar(ax, x, cell, colours.get(arm, "C2"), arm if i == 0 else None)
-    ax.set_xticks([0, 1], ["completion", "progress"])
+    ax.set_xticks([0, 1, 2], ["completion\n(per life)", "completion\n(tasks equal)", "progress"])
     ax.set_title(f"held-out set ({results['settings']['heldout']})")
     ax.legend(fontsize=8)
     ax = axes[1]

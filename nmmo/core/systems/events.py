@@ -68,6 +68,14 @@ def begin_tick(state: State) -> Before:
     return before
 
 
+def _note(state: State, **flags) -> None:
+    """Record rare events in `state.written` when the tick began with `begin_tick` (a state whose
+    tables a caller wrote by hand keeps None: readers then assume anything may have happened)."""
+    if state.written is not None:
+        for name, value in flags.items():
+            setattr(state.written, name, value)
+
+
 def forage(state: State, ate: np.ndarray, drank: np.ndarray) -> None:
     """Rows that harvested a forest and rows that drank this tick."""
     start = perf_counter()
@@ -91,7 +99,7 @@ def combat(state: State, attackers: np.ndarray, styles: np.ndarray, targets: np.
         events[landed[:, None], _HIT_COLUMNS[styles[hit], npc]] = 1
     events[attackers, ints.Event.DAMAGE_DEALT] = credited
     if killed.size:
-        state.written.kill = True
+        _note(state, kill=True)
         events[killers, ints.Event.PLAYER_KILL] = 1
         events[killers, np.where(killed < n_players, ints.Event.KILL_PLAYER, ints.Event.KILL_NPC)] = 1
         events[killers, ints.Event.KILL_LEVEL] = ent.combat_level(killed)
@@ -104,7 +112,7 @@ def looted(state: State, killers: np.ndarray, equipment_before: np.ndarray) -> N
     ent = state.entities
     gained = killers[ent.max_equipment[killers] > equipment_before]
     if gained.size:
-        state.written.equipment_up = True
+        _note(state, equipment_up=True)
         ent.events[gained, ints.Event.EQUIPMENT_UP] = 1
     state.event_seconds += perf_counter() - start
 
@@ -132,7 +140,7 @@ def settle(state: State, before: Before) -> None:
     events, n = ent.events, ent.n_players
     gained = np.subtract(ent.level[:n], before.level, out=before.level)
     if np.count_nonzero(gained):  # sums as products with ones: a third of the time of axis reductions
-        state.written.level_up = tuple(count > 0 for count in (_ones(n) @ gained).tolist())
+        _note(state, level_up=tuple(count > 0 for count in (_ones(n) @ gained).tolist()))
         events[:n, _LEVELS] = gained
         np.matmul(gained, _ones(gained.shape[1]), out=events[:n, ints.Event.LEVEL_UP])
     ent.event_totals += events
