@@ -73,3 +73,30 @@ def test_worker_processes_carry_the_task_buffers():
 
 def test_ray_actors_with_tasks_survive_a_killed_actor(ray_session):
     check_killed_actor(with_tasks(respawning()).set("HORIZON", 12), ray_session, task_outputs)
+
+
+def test_tile_predicates_read_each_worlds_own_coordinates():
+    """The fused engine stacks its worlds' maps as rows of one grid: OccupyTile and the centre
+    distance must read a tile within the agent's own world."""
+    from nmmo.tasks import TaskState, task_set_from_data
+
+    config, k = respawning(), 3
+    with VectorEnv(config, num_envs=k, seed=2) as vec:
+        vec.reset()
+        worlds = vec._impl.block.worlds
+        ent, n = worlds.state.entities, config.PLAYER_N
+        slot = 2 * n  # world 2's first agent
+        row, col = int(ent.row[slot]) - 2 * config.MAP_SIZE, int(ent.col[slot])
+        specs = task_set_from_data([{"name": "here", "predicate": "OccupyTile", "args": {"row": row, "col": col}},
+                                    {"name": "centre", "predicate": "ProgressTowardCenter"}])
+        tasks = TaskState(specs, config, n_worlds=k)
+        tasks.reset(worlds.state, assignment=np.arange(k * n) % 2, world_ticks=worlds.ticks())
+        step = tasks.evaluate(worlds.state, worlds.ticks())
+        assert step.progress[slot] == 1.0  # its own tile, in its world's coordinates
+        here = (ent.row[: k * n] - np.repeat(np.arange(k) * config.MAP_SIZE, n) == row) & (ent.col[: k * n] == col)
+        assert np.array_equal(step.progress[::2] == 1.0, here[::2] & ent.alive[: k * n][::2])
+        centre = config.MAP_SIZE // 2
+        local_row = ent.row[1: k * n: 2] - np.repeat(np.arange(k) * config.MAP_SIZE, n // 2)
+        distance = np.maximum(np.abs(local_row - centre), np.abs(ent.col[1: k * n: 2] - centre))
+        expected = np.clip(1 - distance / (config.MAP_CENTER // 2), 0, 1)
+        assert np.allclose(step.progress[1::2], expected)

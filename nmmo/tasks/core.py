@@ -126,10 +126,10 @@ SPAWN_DISTANCE = ARMOUR + 1  # Chebyshev distance from the spawn tile
 KILLED_PLAYER_LEVEL = SPAWN_DISTANCE + 1  # combat level of a player killed this tick (-1: none)
 KILLED_NPC_LEVEL = KILLED_PLAYER_LEVEL + 1
 TICK = KILLED_NPC_LEVEL + 1  # the world's tick
+TILE = TICK + 1  # row * MAP_SIZE + col within the world
 # The columns that depend on the agent's tile only, side by side (one gather fills them):
-CENTER_DISTANCE = TICK + 1  # Chebyshev distance from the centre tile
-TILE = CENTER_DISTANCE + 1  # row * MAP_SIZE + col within the world
-SEES = TILE + 1  # + Material: 1 when a tile of that material is within PLAYER_VISION_RADIUS
+CENTER_DISTANCE = TILE + 1  # Chebyshev distance from the centre tile
+SEES = CENTER_DISTANCE + 1  # + Material: 1 when a tile of that material is within PLAYER_VISION_RADIUS
 N_FEATURES = SEES + len(Material)
 VALUE, AT_LEAST, EQUALS = 0, 1, 2  # Term.op
 SUM, MIN = 0, 1  # Term.agg
