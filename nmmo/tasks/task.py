@@ -51,13 +51,19 @@ def task_rng(episode_seed: int) -> np.random.Generator:
     return np.random.default_rng([TASK_STREAM, int(episode_seed)])
 
 
+def _read_only(values: np.ndarray) -> np.ndarray:
+    view = values.view()
+    view.flags.writeable = False
+    return view
+
+
 @dataclass
 class TaskStep:
     """One tick of tasks, one entry per agent slot."""
 
     rewards: np.ndarray  # float64: task rewards this tick
-    progress: np.ndarray  # float64 in [0, 1]: progress of the task the slot holds
-    completed: np.ndarray  # bool
+    progress: np.ndarray  # float64 in [0, 1]: progress of the task the slot holds (read-only)
+    completed: np.ndarray  # bool (read-only)
     task: np.ndarray  # int32, read-only: index of the slot's task in the task set (fixed for the episode)
 
 
@@ -179,10 +185,11 @@ class TaskState:
             self._was_all_alive = ctx.all_alive
         paid = rewards if c.one_recipient else rewards[c.recipient_inst]
         slot_rewards = np.bincount(c.recipient_slot, weights=paid, minlength=n)
-        if c.held_in_order:  # never changed in place (`_restart` copies): safe to hand out
-            step = TaskStep(slot_rewards, self._progress, self._completed, self._task_view)
+        if c.held_in_order:  # never changed in place (`_restart` makes new ones): handed out read-only
+            step = TaskStep(slot_rewards, _read_only(self._progress), _read_only(self._completed), self._task_view)
         else:
-            step = TaskStep(slot_rewards, self._progress[c.held], self._completed[c.held], self._task_view)
+            step = TaskStep(slot_rewards, _read_only(self._progress[c.held]), _read_only(self._completed[c.held]),
+                            self._task_view)
         self.seconds += perf_counter() - start
         return step
 
