@@ -16,7 +16,9 @@ rate of its held-out lives (the mean over episodes of each episode's rate); each
 Student t interval over seeds; the verdict says whether the arms' intervals are disjoint. The
 training set's completion at the end of training (the last tenth of the iterations' ended lives,
 from the trainer's log) is reported beside it: an agent that does not beat the blind one on its
-own training tasks is not expected to on held-out ones.
+own training tasks is not expected to on held-out ones. Beside them: the completion with every
+held-out task weighted equally (`task_mean`: the per-life score favours whatever lives most often),
+and `baseline:small` (trained to survive, never shown a task) on the same held-out episodes.
 """
 
 from __future__ import annotations

@@ -299,7 +299,7 @@ class Context:
 
     def __post_init__(self) -> None:
         self._position_buffer: np.ndarray | None = None  # kept across ticks (np.stack costs 7x two copies)
-        self._cols_array: np.ndarray | None = None
+        self._cols_array: tuple[int, np.ndarray] | None = None
         self._refresh()
 
     def advance(self, state: State, world_ticks: np.ndarray, newcomers: np.ndarray | None) -> None:
@@ -342,10 +342,10 @@ class Context:
 
     def _cols(self) -> np.ndarray:
         """The grid's row stride as a 0-d array of the rows' type (see `ONE`)."""
-        cols = self._cols_array
-        if cols is None or cols != self.state.tiles.cols:
-            cols = self._cols_array = np.array(self.state.tiles.cols, dtype=self.ent.row.dtype)
-        return cols
+        cols = self.state.tiles.cols
+        if self._cols_array is None or self._cols_array[0] != cols:
+            self._cols_array = (cols, np.array(cols, dtype=self.ent.row.dtype))
+        return self._cols_array[1]
 
     def ticks(self, leaves: Leaves) -> np.ndarray:
         """Each leaf's world tick."""

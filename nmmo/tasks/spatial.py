@@ -186,7 +186,8 @@ class SeizeTile(Predicate):
         static, kept = leaves.static, leaves.kept
         self._seize(ctx, leaves)
         nearest = self._nearest(ctx, leaves)
-        approach = static["approach"] * np.subtract(static["half_center"], nearest)
+        approach = np.subtract(static["half_center"], nearest)
+        approach *= static["approach"]
         if static["any_held"]:
             held = static["held_base"] + static["gain"] * (ctx.ticks(leaves) - kept["since"])
             approach = np.where(kept["held"], held, approach)

@@ -242,13 +242,16 @@ class TaskState:
         if any_just or active is not None:
             self._not_done = ~self._completed
         if any_just:
-            self._frozen = self._completed & c.not_ongoing
-            self._refresh_skips()
+            frozen, before_count = self._completed & c.not_ongoing, np.count_nonzero(self._frozen)
+            self._frozen = frozen
+            if np.count_nonzero(frozen) != before_count:  # only grows here; ongoing tasks never freeze
+                self._refresh_skips()
         return rewards
 
     def _restart(self, slots_mask: np.ndarray) -> None:
         c = self._compiled
         instances = (c.inst_slot >= 0) & slots_mask[np.maximum(c.inst_slot, 0)]
+        thawed = any_of(self._frozen & instances)  # a completed task restarts: what was skipped runs again
         self._progress = np.where(instances, 0.0, self._progress)  # new arrays: the last step's stay as they were
         self._completed = self._completed & ~instances
         self._not_done = ~self._completed
@@ -258,7 +261,8 @@ class TaskState:
             batch.restart(instances[owners])
         if c.terms is not None:
             c.terms.restart(instances[c.term_inst])
-        self._refresh_skips()
+        if thawed:
+            self._refresh_skips()
 
     def _refresh_skips(self) -> None:
         """What to skip: batches without state of their own (`Leaves.kept`) whose every leaf
