@@ -155,7 +155,7 @@ class Compiled:
 
     def __post_init__(self) -> None:
         self.any_hold = bool(self.is_hold.any())
-        self.not_hold, self.ongoing_index = ~self.is_hold, np.flatnonzero(~self.not_ongoing)
+        self.not_hold, self.not_ongoing_weight = ~self.is_hold, self.not_ongoing.astype(np.float64)
         self.any_ongoing = not self.not_ongoing.all()
         self.any_completion = bool(self.on_completion.any())
         self.unit_reward = bool((self.multiplier == 1.0).all())  # x * 1.0 is x: the product can go

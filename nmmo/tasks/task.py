@@ -124,7 +124,7 @@ class TaskState:
         n = len(c.spec)
         self._progress = np.zeros(n)
         self._completed = np.zeros(n, dtype=bool)
-        self._not_done = np.ones(n, dtype=bool)
+        self._to_complete = np.ones(n)  # progress that completes each task: 1, or inf once it is complete
         self._frozen = np.zeros(n, dtype=bool)  # completed, and not ongoing: progress stays
         self._timer = np.zeros(n)
         self._node_progress = np.zeros(c.n_nodes)
@@ -218,15 +218,15 @@ class TaskState:
         else:
             progress = value.copy()  # `value` is still read below (ongoing rewards)
         np.copyto(progress, before, where=self._frozen)  # a completed task stays as it was
-        just = progress >= ONE
-        just &= self._not_done
-        rewards = progress - before
+        just = progress >= self._to_complete  # newly complete (one comparison: a done task's bar is inf)
+        if c.any_ongoing:  # an ongoing task is paid its value (= its progress) each tick, not its increment
+            rewards = np.subtract(progress, np.multiply(before, c.not_ongoing_weight))
+        else:
+            rewards = progress - before
         any_just = any_of(just)
         completed = done | just if any_just else done
         if c.any_hold and any_just:
             rewards[c.is_hold & just] = 1.0
-        if c.any_ongoing:
-            rewards[c.ongoing_index] = value[c.ongoing_index]
         if c.any_completion:
             rewards = np.where(c.on_completion, np.where(c.not_ongoing, just, value >= 1.0), rewards)
         if not c.unit_reward:
@@ -240,7 +240,7 @@ class TaskState:
         if c.any_hold:
             self._timer = timer
         if any_just or active is not None:
-            self._not_done = ~self._completed
+            self._to_complete = np.where(self._completed, np.inf, 1.0)
         if any_just:
             frozen, before_count = self._completed & c.not_ongoing, np.count_nonzero(self._frozen)
             self._frozen = frozen
@@ -254,7 +254,7 @@ class TaskState:
         thawed = any_of(self._frozen & instances)  # a completed task restarts: what was skipped runs again
         self._progress = np.where(instances, 0.0, self._progress)  # new arrays: the last step's stay as they were
         self._completed = self._completed & ~instances
-        self._not_done = ~self._completed
+        self._to_complete = np.where(self._completed, np.inf, 1.0)
         self._frozen[instances] = False
         self._timer[instances] = 0.0
         for batch, owners in zip(c.batches, c.leaf_inst, strict=True):
