@@ -50,11 +50,10 @@ TEACHER = "scripted:Combat"
 TEACHER_STEPS = 1_000_000
 SEEDS = (0, 1, 2)
 ARMS = ("conditioned", "blind")
-#: Agent-steps of the default budget: about 20 minutes per run on this 2-core VM. Measured on
-#: 2026-11-26 in this experiment's own runs (`nmmo train --config train_small --tasks train
-#: --task-curriculum edge` at the experiments' settings: 8 envs, one minibatch per 256 live
-#: agent-steps, one torch thread): 2.6k to 3.6k agent-steps/s end to end with the other core idle
-#: or lightly used, 0.8k to 1.7k while other jobs shared both cores (docs/experiments.md, "Task generalization").
+#: Agent-steps of the default budget: about 20 minutes per run alone on a core of this 2-core VM.
+#: Measured on 2026-11-26 at the experiments' settings (8 envs, one minibatch per 256 live
+#: agent-steps, one torch thread): 2.6k to 3.6k agent-steps/s without the teacher, about 1.9k/s
+#: while it labels (its first 1M); with three runs sharing the 2 cores, 36 to 48 minutes a run.
 DEFAULT_STEPS = 3_000_000
 EVAL_EPISODES = 4
 #: What task training is measured against: the shipped survival baseline, which never saw a task.
