@@ -30,17 +30,16 @@ import numpy as np
 
 import nmmo
 from nmmo import config as cfg
-from nmmo.tasks import TaskSet, TaskState, load_task_set, shipped
+from nmmo.tasks import TaskSet, TaskState, every_shipped_spec, load_task_set
 
 
 def distinct_tasks(n: int, sets: list[str] | None = None) -> TaskSet:
     """`n` distinct specs: the shipped ones (of `sets`, default all), then copies whose numeric
     arguments are scaled."""
-    first: dict[str, object] = {}  # each name once (train repeats the families' specs), in the sets' order
-    for name in sets or shipped():
-        for spec in load_task_set(name):
-            first.setdefault(spec.name, spec)
-    base = list(first.values())
+    if sets:
+        base = list({spec.name: spec for name in sets for spec in load_task_set(name)}.values())
+    else:
+        base = list(every_shipped_spec())  # each name once: train repeats the families' specs
     specs, round_ = list(base), 1
     while len(specs) < n:
         for spec in base:

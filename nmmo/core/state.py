@@ -169,4 +169,5 @@ class State:
     next_npc_id: int = -1
     map_seed: int = 0
     event_seconds: float = 0.0  # time spent writing the event log (a code timer, not game state)
-    written: Written | None = None  # which rare events this tick has (`events.Written`), set each tick
+    # this tick's rare events (`events.Written`); None: unknown (set None after editing tables by hand)
+    written: Written | None = None

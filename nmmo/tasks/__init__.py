@@ -17,12 +17,20 @@ from nmmo.tasks.core import SUBJECTS, Context, Leaves, Members, Param, Predicate
 from nmmo.tasks.embedding import EMBEDDING_SIZE, embed
 from nmmo.tasks.registry import register
 from nmmo.tasks.sampling import CurriculumSampler, TaskSampler
-from nmmo.tasks.spec import TaskSet, TaskSpec, load_task_set, parse_task, shipped, task_set_from_data
+from nmmo.tasks.spec import (
+    TaskSet,
+    TaskSpec,
+    every_shipped_spec,
+    load_task_set,
+    parse_task,
+    shipped,
+    task_set_from_data,
+)
 from nmmo.tasks.task import TaskState, TaskStep, task_rng
 
 __all__ = [
     "EMBEDDING_SIZE", "SUBJECTS", "Context", "CurriculumSampler", "TaskSampler",
     "Leaves", "Members", "Param", "Predicate", "TaskSet", "TaskSpec",
-    "TaskState", "TaskStep", "embed", "load_task_set", "parse_task", "register", "shipped", "task_rng",
-    "task_set_from_data",
+    "TaskState", "TaskStep", "embed", "every_shipped_spec", "load_task_set", "parse_task", "register", "shipped",
+    "task_rng", "task_set_from_data",
 ]

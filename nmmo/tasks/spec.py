@@ -122,6 +122,16 @@ def shipped() -> dict[str, Path]:
     return {path.stem: path for path in sorted(folder.glob("*.toml"))}
 
 
+def every_shipped_spec() -> TaskSet:
+    """Every spec of the shipped sets, each name once, in the sets' order (``train`` repeats the
+    families' specs)."""
+    first: dict[str, TaskSpec] = {}
+    for path in shipped().values():
+        for spec in load_task_set(path):
+            first.setdefault(spec.name, spec)
+    return TaskSet(tuple(first.values()), "every_shipped", "<shipped sets>")
+
+
 def task_set_key(name_or_path: str | Path) -> str:
     """The config key TASKS for a task set: a .toml / .json file as an absolute path (worker
     processes may start elsewhere), a shipped set's name as it is."""

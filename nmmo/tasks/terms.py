@@ -74,7 +74,6 @@ class Terms:
         self.total = np.zeros(self.accumulated.size)  # their running totals
         self._bind_progress(terms, counts, negated)
         groups = {_GROUP_OF[t.column] for t in terms} | ({"alive"} if self.any_alive_only else set())
-        self.groups = sorted(groups)
         self._bind_features(ctx, terms, members, groups)
 
     def _bind_progress(self, terms: list[Term], counts: np.ndarray, negated: list[bool] | None) -> None:
@@ -91,15 +90,15 @@ class Terms:
         post = np.where((post == FLOOR) & (denom == 1) & integral, core.RATIO, post)
         self.scale = np.where(vacuous, 0.0, np.where(post == ONE_MINUS, -1.0, 1.0) / np.where(vacuous, 1.0, denom))
         self.bias = np.where(vacuous | (post == ONE_MINUS), 1.0, 0.0)
-        self.is_floor = (post == FLOOR) & ~vacuous
-        self.floored = np.flatnonzero(self.is_floor)
+        is_floor = (post == FLOOR) & ~vacuous
+        self.floored = np.flatnonzero(is_floor)
         negated = np.zeros(n, dtype=bool) if negated is None else np.array(negated, dtype=bool)
-        flip = negated & ~self.is_floor
+        flip = negated & ~is_floor
         self.scale, self.bias = np.where(flip, -self.scale, self.scale), np.where(flip, 1.0 - self.bias, self.bias)
-        floor_negated = negated & self.is_floor
+        floor_negated = negated & is_floor
         self.floor_sign = np.where(floor_negated, -1.0, 1.0)
         self.any_floor_negated = bool(floor_negated.any())  # else the sign product can go: x * 1.0 is x
-        self.bias = np.where(self.is_floor, floor_negated.astype(np.float64), self.bias)
+        self.bias = np.where(is_floor, floor_negated.astype(np.float64), self.bias)
 
     def _bind_features(self, ctx: Context, terms: list[Term], members: list[np.ndarray], groups: set) -> None:
         """The feature matrix, which groups of columns it fills, and the flat index of every pair's
@@ -225,7 +224,7 @@ class Terms:
             np.subtract(ctx.flat, self._tile_offset, out=f[:, core.TILE])
         if self.tile_needed:
             f[:, self.tile_columns] = self.tile_table.take(ctx.flat, axis=0)  # take: twice as fast as [] on rows
-        if self.changing:
+        if self.changing and True in self.changing_needed.values():
             self._fill_changing(ctx)
         return self.flat_features
 
