@@ -130,6 +130,7 @@ class TaskState:
         self._node_progress = np.zeros(c.n_nodes)
         ent = state.entities
         self._slot_id = ent.id[: self.n_slots].copy()
+        self._issued = (state, state.next_player_id)  # no new id issued since: no newcomer to look for
         self._was_alive = ent.alive[: self.n_slots].copy()
         self._was_all_alive = False
         self._tick = -1
@@ -156,9 +157,15 @@ class TaskState:
             raise RuntimeError("call TaskState.reset(state, rng) before evaluate()")
         ent, n = state.entities, self.n_slots
         alive = ent.alive[:n]
-        newcomer = self._newcomers(alive, ent.id[:n])
+        seen_state, seen_id = self._issued
+        same_ids = state is seen_state and state.next_player_id == seen_id and state.written is not None
+        if world_ticks is None and same_ids:
+            newcomer = None  # a lone world's ticks issue a new id to every agent they spawn
+        else:
+            newcomer, self._issued = self._newcomers(alive, ent.id[:n]), (state, state.next_player_id)
         if world_ticks is None and state.tick != self._tick:
-            self._ticks[:] = self._tick = state.tick
+            self._tick = state.tick
+            self._ticks.fill(self._tick)
         ctx = self._ctx
         ctx.advance(state, self._ticks if world_ticks is None else world_ticks, newcomer)
         active = None  # every instance: some slot of each is alive, or was when the tick began
@@ -185,8 +192,9 @@ class TaskState:
             self._was_all_alive = ctx.all_alive
         paid = rewards if c.one_recipient else rewards[c.recipient_inst]
         slot_rewards = np.bincount(c.recipient_slot, weights=paid, minlength=n)
-        if c.held_in_order:  # never changed in place (`_restart` makes new ones): handed out read-only
-            step = TaskStep(slot_rewards, _read_only(self._progress), _read_only(self._completed), self._task_view)
+        if c.held_in_order:  # never changed in place once computed (each tick makes new ones): read-only
+            self._progress.flags.writeable = self._completed.flags.writeable = False
+            step = TaskStep(slot_rewards, self._progress, self._completed, self._task_view)
         else:
             step = TaskStep(slot_rewards, _read_only(self._progress[c.held]), _read_only(self._completed[c.held]),
                             self._task_view)

@@ -53,7 +53,7 @@ class Written:
 
     kill: bool = False
     equipment_up: bool = False
-    level_up: tuple[bool, ...] = ()
+    level_up: list[int] | tuple = ()  # per skill: the levels gained this tick (empty: none)
 
 
 def begin_tick(state: State) -> Before:
@@ -62,7 +62,12 @@ def begin_tick(state: State) -> Before:
     ent = state.entities
     ent.events.fill(0)
     np.add(ent.tile_ticks, _ONE, out=ent.tile_ticks)  # a 0-d array: a Python 1 is converted on every call
-    state.written = Written()
+    written = state.written
+    if written is None:
+        state.written = Written()
+    else:  # reset in place: cheaper than a new object each tick
+        written.kill = written.equipment_up = False
+        written.level_up = ()
     before = Before(ent.level[: ent.n_players].copy())
     state.event_seconds += perf_counter() - start
     return before
@@ -139,8 +144,9 @@ def settle(state: State, before: Before) -> None:
     ent = state.entities
     events, n = ent.events, ent.n_players
     gained = np.subtract(ent.level[:n], before.level, out=before.level)
-    if np.count_nonzero(gained):  # sums as products with ones: a third of the time of axis reductions
-        _note(state, level_up=tuple(count > 0 for count in (_ones(n) @ gained).tolist()))
+    risen = (_ones(n) @ gained).tolist()  # levels gained per skill (a product with ones: a third of a sum's time)
+    if any(risen):
+        _note(state, level_up=risen)
         events[:n, _LEVELS] = gained
         np.matmul(gained, _ones(gained.shape[1]), out=events[:n, ints.Event.LEVEL_UP])
     ent.event_totals += events
