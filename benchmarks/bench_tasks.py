@@ -14,10 +14,15 @@ Timed separately:
 
 It prints per-tick means and the share (events + tasks) / (step + tasks), the tick as it will be
 once the env evaluates tasks. ``--team-size 4`` assigns per team instead (32 teams, 32 distinct).
+``--in-env`` runs the env itself with the tasks on (`nmmo.Env(config, tasks=...)`, the same
+assignment): the share of its whole step, and that step beside the same env's without tasks (what
+tasks on costs in all: evaluation, rewards, embeddings, the overlays' counts; the event log is
+written either way).
 
     python benchmarks/bench_tasks.py                 # 300 ticks after 50 of warm-up
     python benchmarks/bench_tasks.py --fight --team-size 4
     python benchmarks/bench_tasks.py --sets foraging exploration combat npc_hunting   # agents' tasks only
+    python benchmarks/bench_tasks.py --in-env
 """
 
 from __future__ import annotations
@@ -77,10 +82,12 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", help="shipped task sets to draw from (default: all)")
     parser.add_argument("--evaluate-completed", action="store_true", help="evaluate completed tasks every tick too "
                         "(TaskState(skip_completed=False): what skipping them saves)")
+    parser.add_argument("--in-env", action="store_true", help="time the env with the tasks on, and without")
     args = parser.parse_args()
+    if args.in_env:
+        return in_env(args)
 
-    config = cfg.Default().update({"PLAYER_N": args.agents, "PLAYER_TEAM_SIZE": args.team_size,
-                                   "IMMORTAL": not args.fight, "MAP_N": 1})
+    config = _config(args)
     env = nmmo.Env(config, seed=args.seed)
     env.reset()
     assign = "agent" if args.team_size == 1 else "team"
@@ -107,6 +114,38 @@ def main() -> None:
     print(f"  share of the tick (events + tasks) / (step + tasks): {(events_s + tasks_s) / (step_s + tasks_s):.1%}")
     print(f"  live agents at the end: {int(env.realm.state.entities.alive[: args.agents].sum())}; "
           f"tasks completed: {int(step.completed.sum())} of {len(step.completed)}")
+
+
+def _config(args):
+    return cfg.Default().update({"PLAYER_N": args.agents, "PLAYER_TEAM_SIZE": args.team_size,
+                                 "IMMORTAL": not args.fight, "MAP_N": 1})
+
+
+def in_env(args) -> None:
+    """The env with the tasks on, then the same env and actions without them."""
+    config = _config(args)
+    tasks = distinct_tasks(args.agents, args.sets)  # one per agent (the env's default assignment)
+    steps = {}
+    for label, on in (("tasks on", True), ("tasks off", False)):
+        env = nmmo.Env(config, tasks=tasks if on else None, seed=args.seed)
+        env.reset(seed=args.seed, options={"tasks": np.arange(args.agents)} if on else None)
+        rng, obs, step_s, timing = np.random.default_rng(args.seed), env._obs, 0.0, {}
+        for tick in range(args.warmup + args.ticks):
+            if tick == args.warmup:
+                step_s, timing = 0.0, env.task_timing()
+            start = perf_counter()
+            obs = env.step_arrays(random_actions(obs, rng, args.fight)).obs
+            step_s += perf_counter() - start
+        steps[label] = step_s / args.ticks
+        if on:
+            end = env.task_timing()
+            timed = sum(end[key] - timing[key] for key in end) / args.ticks
+    print(f"{args.agents} agents, {args.agents} distinct tasks in the env, {args.ticks} ticks; per tick:")
+    print(f"  env step, tasks on   {steps['tasks on'] * 1e3:8.3f} ms")
+    print(f"  env step, tasks off  {steps['tasks off'] * 1e3:8.3f} ms")
+    print(f"  event log + tasks    {timed * 1e3:8.3f} ms (their timers): {timed / steps['tasks on']:.1%} of the step")
+    extra = steps["tasks on"] - steps["tasks off"]  # the event log is written either way
+    print(f"  tasks on cost in all {extra * 1e3:8.3f} ms: {extra / steps['tasks on']:.1%} of the step")
 
 
 if __name__ == "__main__":

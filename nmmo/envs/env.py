@@ -308,9 +308,10 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         result = self.realm.tick(directions, styles, targets, self._np_random, respawn=not last_tick)
         self._evaluate_tasks()
         self._game_tick()
-        self.overlays.track(self.realm.state, self.task_columns())
+        columns = self.task_columns(progress=self._recorder is not None)  # the overlays count completions only
+        self.overlays.track(self.realm.state, columns)
         if self._recorder is not None:
-            self._recorder.capture(self.realm.state, self.overlays, self.task_columns(), self.game_state())
+            self._recorder.capture(self.realm.state, self.overlays, columns, self.game_state())
         died = result.dead[result.dead < self.n_slots]
         self._obs = self._observe(self._live_slots(), died)
         self._refresh_agents()

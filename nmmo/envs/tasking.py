@@ -227,21 +227,24 @@ class Tasking:
         return {"tasks": {"name": self.tasks.tasks.name, "names": [spec.name for spec in specs],
                           "specs": [spec.to_dict() for spec in specs], "assign": self.tasks.assign}}
 
-    def task_columns(self) -> dict[str, np.ndarray] | None:
+    def task_columns(self, progress: bool = True) -> dict[str, np.ndarray] | None:
         """A frame's task fields (`nmmo.io.replay.TASK_FIELDS`), one entry per entity slot: ``task``
-        (int16, the slot's spec index; -1 for NPC rows), ``task_progress`` (int16, per-mille) and
-        ``task_done`` (int8) after the last tick; None with tasks off."""
+        (int16, the slot's spec index; -1 for NPC rows), ``task_progress`` (int16, per-mille; left
+        out with `progress` False) and ``task_done`` (int8) after the last tick; None with tasks off."""
         if self.tasks is None:
             return None
         capacity, n = self.realm.state.entities.alive.size, self.config.PLAYER_N
-        task, progress = np.full(capacity, -1, dtype=np.int16), np.zeros(capacity, dtype=np.int16)
-        done = np.zeros(capacity, dtype=np.int8)
+        task, done = np.full(capacity, -1, dtype=np.int16), np.zeros(capacity, dtype=np.int8)
         task[:n] = self.tasks.task[:n]
         step = self._task_step
         if step is not None:
-            progress[:n] = np.rint(np.clip(step.progress[:n], 0.0, 1.0) * 1000)
             done[:n] = step.completed[:n]
-        return {"task": task, "task_progress": progress, "task_done": done}
+        columns = {"task": task, "task_done": done}
+        if progress:
+            columns["task_progress"] = permille = np.zeros(capacity, dtype=np.int16)
+            if step is not None:
+                permille[:n] = np.rint(np.clip(step.progress[:n], 0.0, 1.0) * 1000)
+        return columns
 
     def task_timing(self) -> dict[str, float]:
         """Seconds spent so far on the event log and on task evaluation (code timers)."""
