@@ -162,6 +162,9 @@ class Compiled:
         self.one_recipient = bool(np.array_equal(self.recipient_inst, np.arange(len(self.spec))))
         self.levels = combination_levels(self.combinations)
         self.held_in_order = bool(np.array_equal(self.held, np.arange(len(self.spec))))  # slot s holds instance s
+        # ... and is the one its task rewards: the slots' rewards are the instances' own
+        self.paid_in_order = self.held_in_order and self.one_recipient and bool(
+            np.array_equal(self.recipient_slot, np.arange(len(self.spec))))
         # the leaves' instances of the batches without state of their own (`Leaves.kept`), and their batch
         stateless = [(i, owners) for i, (batch, owners) in enumerate(zip(self.batches, self.leaf_inst, strict=True))
                      if not batch.kept and owners.size]

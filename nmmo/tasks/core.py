@@ -298,8 +298,11 @@ class Context:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from nmmo.tasks.distances import Distances
+
         self._position_buffer: np.ndarray | None = None  # kept across ticks (np.stack costs 7x two copies)
         self._cols_array: tuple[int, np.ndarray] | None = None
+        self.distances = Distances()  # slot-to-point distances readers ask for when bound
         self._refresh()
 
     def advance(self, state: State, world_ticks: np.ndarray, newcomers: np.ndarray | None) -> None:
@@ -307,6 +310,7 @@ class Context:
         self.state, self.world_ticks, self.newcomers = state, world_ticks, newcomers
         if self.cache:
             self.cache = {}
+        self.distances.next_tick()
         self._refresh()
 
     def _refresh(self) -> None:

@@ -167,7 +167,8 @@ class SeizeTile(Predicate):
         m, args, side = leaves.subject, leaves.args, ctx.config.MAP_SIZE
         static = leaves.static
         static["flat"] = (rows + leaves.world * side) * ctx.state.tiles.cols + cols
-        static["target"] = np.stack((rows[m.owner], cols[m.owner])).astype(np.float64)  # per member: its leaf's tile
+        # per member: the distance to its leaf's tile (with the other readers' distances: `Distances`)
+        static["distance"] = ctx.distances.want(m.slots, np.stack((rows[m.owner], cols[m.owner])))
         static["half_center"] = np.array(float(ctx.config.MAP_CENTER // 2))
         static["gain"] = (1.0 - args["progress_bonus"] - args["seize_bonus"]) / args["num_ticks"]
         static["held_base"] = args["progress_bonus"] + args["seize_bonus"]
@@ -223,7 +224,7 @@ class SeizeTile(Predicate):
     def _nearest(ctx: Context, leaves: Leaves) -> np.ndarray:
         """The nearest live member's distance to the tile (BIG when none is alive)."""
         m = leaves.subject
-        d = core.chebyshev_between(ctx.position.take(m.slots, axis=1), leaves.static["target"])
+        d = ctx.distances.of(ctx)[leaves.static["distance"]]
         if not ctx.all_alive:
             d = np.where(ctx.alive[m.slots], d, BIG)
         if leaves.static["single"]:

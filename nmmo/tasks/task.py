@@ -190,8 +190,11 @@ class TaskState:
         if not (ctx.all_alive and self._was_all_alive):
             self._was_alive[:] = alive
             self._was_all_alive = ctx.all_alive
-        paid = rewards if c.one_recipient else rewards[c.recipient_inst]
-        slot_rewards = np.bincount(c.recipient_slot, weights=paid, minlength=n)
+        if c.paid_in_order:  # a fresh array each tick
+            slot_rewards = rewards
+        else:
+            paid = rewards if c.one_recipient else rewards[c.recipient_inst]
+            slot_rewards = np.bincount(c.recipient_slot, weights=paid, minlength=n)
         if c.held_in_order:  # never changed in place once computed (each tick makes new ones): read-only
             self._progress.flags.writeable = self._completed.flags.writeable = False
             step = TaskStep(slot_rewards, self._progress, self._completed, self._task_view)

@@ -16,7 +16,7 @@ from nmmo.core.rules import chebyshev
 from nmmo.core.systems.events import Written
 from nmmo.core.systems.progression import xp_table
 from nmmo.tasks import core
-from nmmo.tasks.core import AT_LEAST, BIG, EQUALS, FLOOR, MIN, ONE_MINUS, Context, Term, chebyshev_between, clip_ufunc
+from nmmo.tasks.core import AT_LEAST, BIG, EQUALS, FLOOR, MIN, ONE_MINUS, Context, Term, clip_ufunc
 
 # Feature columns by the group that fills them.
 _GROUPS = {
@@ -117,7 +117,8 @@ class Terms:
         self.start_xp = _start_xp(ctx) if "xp" in groups else None
         self.xp_span = _span([t.column - core.XP_GAINED for t in terms if _GROUP_OF[t.column] == "xp"])
         self.xp_columns = slice(core.XP_GAINED + self.xp_span.start, core.XP_GAINED + self.xp_span.stop)
-        self._spawn: np.ndarray | None = None  # (2, slots): spawn rows and columns within their worlds
+        if "spawn" in groups:  # every slot's distance to its spawn tile (set when agents arrive)
+            self._spawn_part = ctx.distances.want(np.arange(rows), np.zeros((2, rows)))
         self._bind_tiles(ctx, terms, groups)
         self.changing: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         if "sees" in groups:
@@ -211,9 +212,10 @@ class Terms:
         if fills["armour"] and (anew or written.equipment_up):
             np.add(ent.armour[:n, 0], ent.armour[:n, 1], out=f[:, core.ARMOUR], casting="unsafe")
         if fills["spawn"]:
-            if anew:
-                self._spawn = np.array((ent.spawn_row[:n] - ctx.row_offset, ent.spawn_col[:n]), dtype=np.float64)
-            chebyshev_between(ctx.position, self._spawn, out=f[:, core.SPAWN_DISTANCE])
+            if anew:  # spawn rows and columns within their worlds
+                spawn = np.array((ent.spawn_row[:n] - ctx.row_offset, ent.spawn_col[:n]), dtype=np.float64)
+                ctx.distances.set_points(self._spawn_part, spawn)
+            f[:, core.SPAWN_DISTANCE] = ctx.distances.of(ctx)[self._spawn_part]
         if fills["kills"] and (written.kill or self.kills_written):
             self._fill_kills(ent.events[:n], f)
             self.kills_written = written.kill
