@@ -114,6 +114,11 @@ class Args:
     """Iterations between frozen snapshots of the learner joining the league."""
     league_bots: tuple[str, ...] = ("scripted:Forage", "scripted:Combat")
     """Policy specs in the league from the start (scripted:Combat anchors its SR)."""
+    init: str = ""
+    """Start from a trained policy's weights (baseline:NAME or ckpt:PATH, read weights-only): each
+    tensor is copied; a task input the source lacks starts at zero weight, so the run starts by
+    acting as the source does (--resume continues from the run's own checkpoint instead). Empty:
+    random weights."""
     teacher: str | None = None
     """A policy spec the learner imitates at first (e.g. scripted:Combat): the learner acts, the
     teacher labels the states it visits, and the cross-entropy on its labels joins the PPO loss
@@ -150,12 +155,13 @@ PRESETS: dict[str, dict] = {
                  "teacher": "scripted:Combat", "teacher_steps": 3_000_000, "out": "out/small"},
     },
     "tasks": {
-        "about": "a task-conditioned agent: the train task set with the edge curriculum in train_tasks (the task "
-                 "reward and the survival reward), imitating scripted:Combat over its first 1M of 3M agent-steps "
-                 "(the tasks experiment's conditioned arm, seed 0; docs/experiments.md)",
-        "args": {"config": "train_tasks", "tasks": "train", "task_curriculum": "edge", "total_steps": 3_000_000,
-                 "minutes": 60.0, "minibatches": 16, "minibatch_agent_steps": 256, "threads": 1, "seed": 0,
-                 "teacher": "scripted:Combat", "teacher_steps": 1_000_000, "out": "out/tasks"},
+        "about": "a task-conditioned agent (a candidate for baseline:tasks, not shipped: level with "
+                 "baseline:small on the held-out tasks, docs/experiments.md): baseline:small's weights with a "
+                 "task input added at zero weight, trained for 55 minutes on the train task set with the edge "
+                 "curriculum in the tournament's world (train_tournament_tasks: task and survival rewards)",
+        "args": {"config": "train_tournament_tasks", "tasks": "train", "task_curriculum": "edge",
+                 "init": "baseline:small", "minutes": 55.0, "minibatches": 16, "threads": 1, "seed": 0,
+                 "out": "out/tasks"},
     },
 }
 

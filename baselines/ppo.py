@@ -122,6 +122,8 @@ def train(args: Args) -> dict:
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
     rng = np.random.default_rng(args.seed)  # minibatch shuffles: the same seed gives the same run
     step, iteration = 0, 0
+    if args.init and not args.resume:
+        warm_start(model, args.init)
     if args.resume:
         ckpt = load_checkpoint(out / "checkpoint.pt", args.device)
         _check_resume(ckpt, model, config)
@@ -258,6 +260,34 @@ def train(args: Args) -> dict:
         league.plot()
         summary["league"] = league.table()
     return summary
+
+
+def warm_start(model: Policy, spec: str) -> None:
+    """Copy the weights of `spec` (``baseline:NAME`` or ``ckpt:PATH``) into `model`, tensor by
+    tensor (ValueError naming a tensor whose shape differs). The one difference allowed is the
+    task input: a source without one gives the fuse layer's task columns zero weight, so the model
+    computes what the source did until training moves them."""
+    from baselines.policy import WEIGHTS_DIR, shipped_baselines
+
+    scheme, _, rest = spec.partition(":")
+    if scheme == "baseline" and rest in shipped_baselines():
+        path = WEIGHTS_DIR / f"{rest}.pt"
+    elif scheme == "ckpt" and rest:
+        path = Path(rest)
+    else:
+        raise ValueError(f"--init takes baseline:NAME ({', '.join(shipped_baselines())}) or ckpt:PATH, got {spec!r}")
+    source, own = load_checkpoint(path)["model"], model.state_dict()
+    added = model.task[0].out_features if model.task is not None and "task.0.weight" not in source else 0
+    expected = {name for name in own if not (added and name.startswith("task."))}  # a new task input: its own init
+    if set(source) != expected:
+        raise ValueError(f"--init {spec}: tensors {sorted(set(source) ^ expected)} differ from this model's")
+    for name, tensor in source.items():
+        if name == "fuse.0.weight" and added:  # the task columns come last in the fused input
+            tensor = torch.cat([tensor, tensor.new_zeros(tensor.shape[0], added)], dim=1)
+        if tensor.shape != own[name].shape:
+            raise ValueError(f"--init {spec}: {name} is {tuple(tensor.shape)}, this model's {tuple(own[name].shape)}")
+        own[name] = tensor
+    model.load_state_dict(own)
 
 
 def _check_resume(ckpt: dict, model: Policy, config) -> None:

@@ -51,7 +51,10 @@ def test_ctrl_c_stops_a_tournament_keeps_its_episodes_and_the_printed_command_re
                "--seed", "3", "--out", str(out_dir)]
     env = {**os.environ, "COLUMNS": "200"}
     with stdout.open("w") as out, stderr.open("w") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, env=env, start_new_session=True)
+        # Ctrl-C's default action in the child, as in a terminal, however the tests were started: a
+        # shell's background job (make test &) ignores SIGINT, and an ignored signal stays ignored across exec
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, env=env, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             # progress reaches the file while the run goes on, one line per finished episode
             text = _wait_for(stdout, r"^tournament: 1/6 episodes, \d+:\d\d elapsed, ETA", process, 120)

@@ -214,6 +214,27 @@ def test_a_kill_between_checkpoint_and_log_loses_and_duplicates_no_row(tmp_path)
     assert not stale.exists()
 
 
+def test_init_from_a_baseline_starts_as_it_acts_with_a_task_input_added():
+    """`--init baseline:small` on a task-conditioned model: every tensor copied, the new task input
+    at zero weight, so the outputs equal baseline:small's on the same observations whatever the
+    task; a spec that is neither baseline:NAME nor ckpt:PATH is refused, naming it."""
+    from baselines.model import to_tensors
+    from baselines.ppo import warm_start
+    from nmmo.tasks.embedding import EMBEDDING_SIZE
+
+    conf = nmmo.config.load("tournament").set("HORIZON", 4).set("TASKS", "heldout")
+    obs = to_tensors(VectorEnv(conf, num_envs=1, seed=3).reset())
+    small, tasked = Policy(side=15, hidden=64), Policy(side=15, hidden=64, task_dim=EMBEDDING_SIZE)
+    warm_start(small, "baseline:small")
+    warm_start(tasked, "baseline:small")
+    state, reset = small.initial_state(obs["task"].shape[0]), torch.zeros(obs["task"].shape[0])
+    with torch.no_grad():
+        for a, b in zip(small(obs, state, reset)[:4], tasked(obs, state, reset)[:4], strict=True):
+            assert torch.allclose(a, b, atol=1e-6)
+    with pytest.raises(ValueError, match="baseline:nope"):
+        warm_start(tasked, "baseline:nope")
+
+
 def test_the_shipped_baseline_loads_and_acts_in_the_canonical_tournament_world():
     """`baseline:small` is in the package: weights only (no optimizer state, under 1 MB), loaded
     through the policy scheme, acting with valid actions and finite values on the canonical
@@ -243,3 +264,4 @@ def test_the_shipped_baseline_loads_and_acts_in_the_canonical_tournament_world()
     assert moved  # a trained policy, not one that stands still
     with pytest.raises(ValueError, match="baseline:small"):
         load_policy_class("baseline:large")
+

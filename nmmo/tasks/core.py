@@ -23,6 +23,7 @@ except ImportError:  # numpy < 2
 from nmmo.config import Config
 from nmmo.core.enums import Event, Material, Skill
 from nmmo.core.state import State
+from nmmo.tasks.distances import Distances, chebyshev_between  # noqa: F401  (chebyshev_between: re-exported)
 
 #: Subject and target keywords, relative to the agent (or team) that holds the task. nmmo 2.x's
 #: task-spec targets are the same words ("all_foes" is "foes", "my_team_leader" is "leader").
@@ -298,8 +299,6 @@ class Context:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from nmmo.tasks.distances import Distances
-
         self._position_buffer: np.ndarray | None = None  # kept across ticks (np.stack costs 7x two copies)
         self._cols_array: tuple[int, np.ndarray] | None = None
         self.distances = Distances()  # slot-to-point distances readers ask for when bound
@@ -365,14 +364,6 @@ def any_of(values: np.ndarray) -> bool:
 def all_of(values: np.ndarray) -> bool:
     """Whether every element is true (nonzero); see `any_of`."""
     return np.count_nonzero(values) == values.size
-
-
-def chebyshev_between(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Chebyshev distances between positions given as (2, k) arrays of rows and columns (or a
-    (2, 1) point): three array ops, where separate row and column arrays take five."""
-    d = np.subtract(a, b)
-    np.abs(d, out=d)
-    return np.maximum(d[0], d[1], out=out)
 
 
 def clip01(values: np.ndarray) -> np.ndarray:

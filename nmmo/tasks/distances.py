@@ -12,10 +12,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nmmo.tasks.core import chebyshev_between
-
 if TYPE_CHECKING:
     from nmmo.tasks.core import Context
+
+
+def chebyshev_between(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Chebyshev distances between positions given as (2, k) arrays of rows and columns (or a
+    (2, 1) point): three array ops, where separate row and column arrays take five."""
+    d = np.subtract(a, b)
+    np.abs(d, out=d)
+    return np.maximum(d[0], d[1], out=out)
 
 
 class Distances:
