@@ -23,7 +23,7 @@ except ImportError:  # numpy < 2
 from nmmo.config import Config
 from nmmo.core.enums import Event, Material, Skill
 from nmmo.core.state import State
-from nmmo.tasks.distances import Distances, chebyshev_between  # noqa: F401  (chebyshev_between: re-exported)
+from nmmo.tasks.distances import Distances
 
 #: Subject and target keywords, relative to the agent (or team) that holds the task. nmmo 2.x's
 #: task-spec targets are the same words ("all_foes" is "foes", "my_team_leader" is "leader").

@@ -15,6 +15,7 @@ from nmmo.config import Config
 from nmmo.core.enums import Material
 from nmmo.tasks import core
 from nmmo.tasks.core import BIG, EQUALS, MIN, ONE_MINUS, Context, Leaves, Param, Predicate, Term, all_of, any_of, clip01
+from nmmo.tasks.distances import chebyshev_between
 
 MATERIALS = tuple(material.name.capitalize() for material in Material)
 _ROW = Param("row", "int", low=0, high=4095, scale=1024)
@@ -55,7 +56,7 @@ class CanSeeGroup(Predicate):
         static = leaves.static
         a, b = static["viewer"], static["seen"]
         position = ctx.position
-        distance = core.chebyshev_between(position.take(a, axis=1), position.take(b, axis=1))
+        distance = chebyshev_between(position.take(a, axis=1), position.take(b, axis=1))
         seen = distance <= static["radius"]
         if not ctx.all_alive:
             seen &= ctx.alive[a] & ctx.alive[b]

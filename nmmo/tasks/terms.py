@@ -267,8 +267,9 @@ class Terms:
         if values:
             low, high = min(values), max(values) + 1
             self.tile_columns = slice(low, high)
-            # int16 (distances and 0 / 1): a fifth of float64's bytes, so the rows the agents stand on
-            # are more often in cache when a tick gathers them; a column nobody reads stays 0
+            # int8 where the values fit, else int16 (distances and 0 / 1): a fifth of float64's bytes
+            # or less, so the rows the agents stand on are more often in cache when a tick gathers
+            # them; a column nobody reads stays 0
             small = max(int(np.max(value)) for value in values.values()) <= np.iinfo(np.int8).max
             self.tile_table = np.zeros((tiles.material.size, high - low), dtype=np.int8 if small else np.int16)
             for column, value in values.items():
