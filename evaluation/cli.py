@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from evaluation.metrics import GAME_METRICS, RANKING_METRICS
+from evaluation.metrics import GAME_METRICS, RANKING_METRICS, TASK_INPUTS
 from evaluation.rating import ANCHOR
 from evaluation.sandbox import Limits
 from evaluation.tables import (
@@ -43,7 +43,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     results = evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
                        workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
-                       progress=not args.quiet, tasks=args.tasks, **ray_options(args))
+                       progress=not args.quiet, tasks=args.tasks, task_input=args.task_input, **ray_options(args))
     console = wide_console()
     if not args.quiet:
         console.print(metric_table(results))
@@ -218,6 +218,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     help="give every agent a task from this task set (a shipped name: foraging, exploration, "
                          "combat, npc_hunting, team, heldout; or a .toml / .json file) and report completion and "
                          "progress per task and tag")
+    ev.add_argument("--task-input", choices=TASK_INPUTS, default="own",
+                    help="with --tasks: what the policy's task input holds: each agent's own task, or (shuffled, an "
+                         "ablation: does the policy use its task?) another task of the episode's; completion is "
+                         "scored on the agent's own task either way")
     ev.set_defaults(func=_cmd_eval, interrupted=_eval_interrupted)
 
     tour = add_command(subparsers, "tournament", "policies share one world; TrueSkill SR leaderboard (anchor: "

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from nmmo import config as config_module
 from nmmo import console
 from nmmo.config import Config
 from nmmo.core.actions import NO_OP_ROW
+from nmmo.core.layout import ObsBatch
 from nmmo.envs.outcomes import BatchStep
 from nmmo.envs.process import die_with_parent
 
@@ -52,6 +53,21 @@ def with_horizon(config: Config, ticks: int) -> Config:
     copy = config_module.from_toml(config.to_toml(), config.name)
     copy.description = config.description
     return copy.set("HORIZON", ticks).set("GAME_ADAPTIVE", False)
+
+
+def shuffled_tasks(batch: ObsBatch) -> ObsBatch:
+    """`batch` with each agent's task embedding replaced by another task's: the distinct tasks in
+    the batch in a cycle (sorted), each agent reads the one after its own, so none reads its own
+    task (teammates, who share one, all read the same other). Completion is still scored on each
+    agent's own task, so a policy that uses its task input completes fewer tasks this way; one that
+    ignores it, as many. A batch with fewer than two distinct tasks is returned as it is."""
+    task = batch.arrays.get("task")
+    if task is None or batch.n < 2:
+        return batch
+    distinct, which = np.unique(task, axis=0, return_inverse=True)
+    if len(distinct) < 2:
+        return batch
+    return replace(batch, arrays={**batch.arrays, "task": distinct[(which.ravel() + 1) % len(distinct)]})
 
 
 def episode_seeds(seed: int, episodes: int) -> list[int]:
@@ -99,6 +115,7 @@ class EpisodeTask:
     max_restarts: int = 5
     replay_path: str | None = None  # record the episode and save the replay here
     secret: int | None = None  # salts the deal and the policies' reset seeds (never sent to a worker)
+    task_input: str = "own"  # "shuffled": each agent reads another task's embedding (`shuffled_tasks`)
 
 
 @dataclass
@@ -206,6 +223,8 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
         while env.agents or _respawns_coming(env):
             batch = env.observations()  # the live agents in slot order, as `_live` lists them
             seen = [batch.select(owners == p) for p in range(n)]
+            if task.task_input == "shuffled":
+                seen = [shuffled_tasks(part) for part in seen]
             for p in order:
                 handles[p].submit(seen[p])
             actions = np.tile(np.array(NO_OP_ROW, dtype=np.int64), (env.n_slots, 1))

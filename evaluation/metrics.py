@@ -18,6 +18,9 @@ from nmmo.core.metrics import LABELS, METRICS  # noqa: F401 - re-exported: evalu
 #: With tasks on, each lifetime also has these (`EpisodeResult.tasks`): its task reward (the task's
 #: own, before TASK_REWARD) and whether it completed its task. They rank tournaments like the others.
 TASK_METRICS: tuple[str, ...] = ("task_reward", "task_completion")
+#: What a policy's task input holds in evaluation: each agent's own task, or another task (an
+#: ablation: `evaluation.episode.shuffled_tasks`).
+TASK_INPUTS: tuple[str, ...] = ("own", "shuffled")
 #: In a minigame (config GAME), each lifetime also has whether its team won the episode.
 GAME_METRICS: tuple[str, ...] = ("win",)
 RANKING_METRICS: tuple[str, ...] = (*METRICS, *TASK_METRICS, *GAME_METRICS)

@@ -36,7 +36,15 @@ from evaluation.episode import (
     run_episodes,
     with_horizon,
 )
-from evaluation.metrics import GAME_METRICS, METRICS, TASK_METRICS, aggregate_by_policy, aggregate_teams, check_metric
+from evaluation.metrics import (
+    GAME_METRICS,
+    METRICS,
+    TASK_INPUTS,
+    TASK_METRICS,
+    aggregate_by_policy,
+    aggregate_teams,
+    check_metric,
+)
 from evaluation.rating import ANCHOR, BETA, Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.sandbox import Limits
 from evaluation.submission import Faults, check_spec
@@ -125,14 +133,14 @@ def _header(mode: str, config: Config, policies: list[str], seeds: list[int], ma
 
 def _tasks(config: Config, policies: list[str], seeds: list[int], map_seeds: list[int], time_budget: float,
            limits: Limits, max_restarts: int, record_dir: str | None = None,
-           secret: int | None = None) -> list[EpisodeTask]:
+           secret: int | None = None, task_input: str = "own") -> list[EpisodeTask]:
     text = config.to_toml()
 
     def replay(i: int) -> str | None:
         return None if record_dir is None else str(Path(record_dir) / f"episode_{i:03d}.replay")
 
     return [EpisodeTask(i, text, config.name, tuple(policies), s, m, time_budget, limits, max_restarts,
-                        replay(i), secret) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
+                        replay(i), secret, task_input) for i, (s, m) in enumerate(zip(seeds, map_seeds, strict=True))]
 
 
 def team_metrics(results: list[EpisodeResult], policies: list[str]) -> dict:
@@ -189,16 +197,21 @@ def _episode_entry(result: EpisodeResult, policies: list[str]) -> dict[str, Any]
 def evaluate(config: Config | str, policy: str, ticks: int | None = None, episodes: int = 4, seed: int = 0,
              workers: int = 2, time_budget: float = 1.0, progress: bool = True, limits: Limits | None = None,
              max_restarts: int = 5, backend: str = "process", ray_address: str | None = None,
-             tasks: str | None = None) -> dict[str, Any]:
+             tasks: str | None = None, task_input: str = "own") -> dict[str, Any]:
     """Self-contained runs: `policy` controls every agent for `ticks` ticks (default: the config's
     HORIZON) in each of `episodes` episodes, episode i on held-out map i. Returns the result dict
     with the metric table pooled over all lifetimes under ``metrics``. ``backend="ray"`` plays the
     episodes on `workers` Ray actors. `tasks` (a task set's name or file; default: the config's
     TASKS) gives every agent a task: the result then holds the task report under ``tasks``
-    (`evaluation.task_results`)."""
+    (`evaluation.task_results`). ``task_input="shuffled"`` has each agent read another task's
+    embedding (`evaluation.episode.shuffled_tasks`: does the policy use its own?)."""
     base = config_module.resolve(config)
     config = with_horizon(base, base.HORIZON if ticks is None else ticks)
     task_set = with_tasks(config, tasks)
+    if task_input not in TASK_INPUTS:
+        raise ValueError(f"task_input must be one of {TASK_INPUTS}, got {task_input!r}")
+    if task_input != "own" and task_set is None:
+        raise ValueError(f"task_input={task_input!r} needs tasks (tasks=SET or a config with TASKS)")
     policies = tournament_policies([policy], anchor=policy)
     _check_settings(config, 1, episodes, workers, time_budget)
     limits = (limits or Limits()).check()
@@ -206,8 +219,9 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)
     settings = {"ticks": config.HORIZON, "episodes": episodes, "seed": seed, "time_budget": time_budget,
                 "workers": workers, "limits": limits.to_dict(), "max_restarts": max_restarts,
-                "backend": backend}
-    results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, limits, max_restarts),
+                "backend": backend, "task_input": task_input}
+    results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, limits, max_restarts,
+                                  task_input=task_input),
                            workers, progress, desc=f"eval {policy}", backend=backend, ray_address=ray_address)
     metrics, faults = _pooled(results, policies)
     out = _header("eval", config, policies, seeds, map_seeds, settings)

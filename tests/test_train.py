@@ -214,6 +214,7 @@ def test_a_kill_between_checkpoint_and_log_loses_and_duplicates_no_row(tmp_path)
     assert not stale.exists()
 
 
+
 def test_init_from_a_baseline_starts_as_it_acts_with_a_task_input_added():
     """`--init baseline:small` on a task-conditioned model: every tensor copied, the new task input
     at zero weight, so the outputs equal baseline:small's on the same observations whatever the
@@ -235,19 +236,18 @@ def test_init_from_a_baseline_starts_as_it_acts_with_a_task_input_added():
         warm_start(tasked, "baseline:nope")
 
 
-def test_the_shipped_baseline_loads_and_acts_in_the_canonical_tournament_world():
-    """`baseline:small` is in the package: weights only (no optimizer state, under 1 MB), loaded
-    through the policy scheme, acting with valid actions and finite values on the canonical
-    tournament config it was trained for; an unknown name says which baselines exist."""
+def _plays_as_shipped(name: str, trained_in: str, conf) -> dict:
+    """A shipped baseline: weights only (no optimizer state, under 1 MB) from `trained_in`, loaded
+    through the policy scheme, acting with valid actions and finite values in `conf`, and moving
+    (a trained policy, not one that stands still). Returns its weights."""
     from baselines.policy import WEIGHTS_DIR
     from nmmo.policy import load_policy_class
 
-    path = WEIGHTS_DIR / "small.pt"
+    path = WEIGHTS_DIR / f"{name}.pt"
     assert path.stat().st_size < 1_000_000
     weights = load_checkpoint(path)
-    assert "optimizer" not in weights and weights["config_name"] == "train_tournament"
-    conf = nmmo.config.load("tournament").set("HORIZON", 8)
-    policy = load_policy_class("baseline:small")(conf, seed=0)
+    assert "optimizer" not in weights and weights["config_name"] == trained_in
+    policy = load_policy_class(f"baseline:{name}")(conf, seed=0)
     env = nmmo.Env(conf, seed=2)
     observations, _ = env.reset()
     moved = False
@@ -261,7 +261,31 @@ def test_the_shipped_baseline_loads_and_acts_in_the_canonical_tournament_world()
         assert all(math.isfinite(v) for v in policy.last_values.values())
         moved |= any(action["Move"]["Direction"] != 4 for action in actions.values())
         observations, *_ = env.step(actions)
-    assert moved  # a trained policy, not one that stands still
+    assert moved
+    return weights
+
+
+def test_the_shipped_baseline_loads_and_acts_in_the_canonical_tournament_world():
+    """`baseline:small` is in the package and plays the canonical tournament config it was trained
+    for (`_plays_as_shipped`); an unknown name says which baselines exist."""
+    from nmmo.policy import load_policy_class
+
+    _plays_as_shipped("small", "train_tournament", nmmo.config.load("tournament").set("HORIZON", 8))
     with pytest.raises(ValueError, match="baseline:small"):
         load_policy_class("baseline:large")
+
+
+def test_the_shipped_task_baseline_reads_tasks_and_plays_with_them():
+    """`baseline:tasks` (`--preset tasks`) is in the package and plays the tournament world with
+    held-out tasks; its task input was trained (not the zero weights it started from); without
+    tasks it says it needs them."""
+    from nmmo.policy import load_policy_class
+
+    conf = nmmo.config.load("tournament").set("HORIZON", 8).set("TASKS", "heldout")
+    weights = _plays_as_shipped("tasks", "train_tournament_tasks", conf)
+    assert weights["model_kwargs"]["task_dim"] > 0 and weights["model"]["task.0.weight"].abs().sum() > 0
+    blind = nmmo.config.load("tournament").set("HORIZON", 4)
+    observations, _ = nmmo.Env(blind, seed=2).reset()
+    with pytest.raises(ValueError, match="task embedding"):
+        load_policy_class("baseline:tasks")(blind, seed=0).act(observations)
 

@@ -50,6 +50,7 @@ require("supersuit", "sb3")
 import supersuit  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
+from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.policies import ActorCriticPolicy  # noqa: E402
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor  # noqa: E402
 
@@ -165,6 +166,7 @@ def train_model(config: Config | str | None = "trainers_small", agent_steps: int
     try:
         model = PPO("MlpPolicy", venv, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, seed=seed,
                     device="cpu", verbose=0)
+        model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty SB3-* dir in /tmp
         start = time.perf_counter()
         model.learn(total_timesteps=agent_steps, callback=_Progress(start) if progress else None)
         seconds = time.perf_counter() - start

@@ -117,3 +117,45 @@ def test_a_sandboxed_submission_sees_the_task_embedding(tmp_path):
     faults = result["faults"][spec]
     assert not any(faults[k] for k in ("exception", "timeout", "malformed")), faults["messages"]
     assert result["tasks"][spec]["tasks"]["eat"]["lifetimes"] > 0
+
+
+def test_the_shuffled_task_input_gives_each_agent_the_next_agents_task_only():
+    """`--task-input shuffled` (an ablation: does a policy use its task?): every agent reads another
+    task of the batch, each task's holders the same one, every distinct task still read by someone;
+    every other field and the ids are the batch's own, the batch itself is untouched."""
+    import nmmo
+    from evaluation.episode import shuffled_tasks
+
+    env = nmmo.Env(nmmo.config.load("train_small").set("HORIZON", 4), seed=0, tasks="heldout")
+    env.reset(seed=0)
+    batch = env.observations()
+    task = batch["task"].copy()
+    assert len(np.unique(task, axis=0)) > 1  # several tasks, so rolling changes what agents read
+    shuffled = shuffled_tasks(batch)
+    read = shuffled["task"]
+    assert np.array_equal(batch["task"], task) and not (read == task).all(axis=1).any()
+    for row in np.unique(task, axis=0):  # the holders of one task all read one other task
+        assert len(np.unique(read[(task == row).all(axis=1)], axis=0)) == 1
+    assert np.array_equal(np.unique(read, axis=0), np.unique(task, axis=0))
+    assert np.array_equal(shuffled.ids, batch.ids)
+    assert all(shuffled[name] is batch[name] for name in batch if name != "task")
+    blind = nmmo.Env(nmmo.config.load("train_small"), seed=0)
+    blind.reset(seed=0)
+    plain = blind.observations()
+    assert "task" not in plain and shuffled_tasks(plain) is plain  # tasks off: nothing to shuffle
+
+
+def test_a_policy_that_ignores_its_task_scores_the_same_with_the_shuffled_input():
+    """Completion is scored on each agent's own task either way: scripted:Forage, which never reads
+    its task, plays the same episode and completes the same tasks; the setting is recorded; the
+    ablation without tasks, or an unknown value, is refused naming it."""
+    kwargs = dict(ticks=40, episodes=1, workers=0, progress=False, tasks="foraging")
+    own = evaluate("train_small", "scripted:Forage", **kwargs)
+    shuffled = evaluate("train_small", "scripted:Forage", task_input="shuffled", **kwargs)
+    assert shuffled["settings"]["task_input"] == "shuffled" and own["settings"]["task_input"] == "own"
+    assert shuffled["tasks"]["tasks"] == own["tasks"]["tasks"]
+    with pytest.raises(ValueError, match="needs tasks"):
+        evaluate("train_small", "scripted:Forage", ticks=4, episodes=1, workers=0, progress=False,
+                 task_input="shuffled")
+    with pytest.raises(ValueError, match="'mine'"):
+        evaluate("train_small", "scripted:Forage", task_input="mine", **kwargs)

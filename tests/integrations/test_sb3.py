@@ -3,6 +3,7 @@ VecMonitor, seeded copies, and the saved model playing the raw env as ``sb3:PATH
 in the submission sandbox, read without unpickling."""
 
 import io
+import tempfile
 import zipfile
 
 import numpy as np
@@ -38,8 +39,14 @@ def config():
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("sb3")
-    model, result = sb3.train_model(CONFIG, AGENT_STEPS, seed=0, out=out, n_steps=128, batch_size=512, n_epochs=1,
-                                    progress=False)
+    scratch, before = tmp_path_factory.mktemp("tempdir"), tempfile.tempdir
+    tempfile.tempdir = str(scratch)  # where SB3's default logger would make its SB3-* folder
+    try:
+        model, result = sb3.train_model(CONFIG, AGENT_STEPS, seed=0, out=out, n_steps=128, batch_size=512,
+                                        n_epochs=1, progress=False)
+    finally:
+        tempfile.tempdir = before
+    result["left_in_tempdir"] = sorted(p.name for p in scratch.glob("SB3-*"))
     return model, result, str(out / "model.zip")
 
 
@@ -56,6 +63,7 @@ def test_ppo_learns_through_supersuit_and_vecmonitor(trained, config):
     assert all(config.HORIZON - 4 <= e["l"] <= config.HORIZON for e in episodes)
     assert result["mean_seat_return"] == pytest.approx(np.mean([e["r"] for e in episodes]))
     assert zipfile.ZipFile(path).testzip() is None
+    assert result.pop("left_in_tempdir") == []  # no empty SB3-* log folder per run in the user's /tmp
 
 
 def test_trained_actions_are_accepted_by_the_trainer_form(trained, config):
