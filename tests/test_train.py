@@ -214,7 +214,6 @@ def test_a_kill_between_checkpoint_and_log_loses_and_duplicates_no_row(tmp_path)
     assert not stale.exists()
 
 
-
 def test_init_from_a_baseline_starts_as_it_acts_with_a_task_input_added():
     """`--init baseline:small` on a task-conditioned model: every tensor copied, the new task input
     at zero weight, so the outputs equal baseline:small's on the same observations whatever the

@@ -119,7 +119,7 @@ def test_a_sandboxed_submission_sees_the_task_embedding(tmp_path):
     assert result["tasks"][spec]["tasks"]["eat"]["lifetimes"] > 0
 
 
-def test_the_shuffled_task_input_gives_each_agent_the_next_agents_task_only():
+def test_the_shuffled_task_input_gives_each_agent_another_task_and_changes_nothing_else():
     """`--task-input shuffled` (an ablation: does a policy use its task?): every agent reads another
     task of the batch, each task's holders the same one, every distinct task still read by someone;
     every other field and the ids are the batch's own, the batch itself is untouched."""
@@ -130,7 +130,7 @@ def test_the_shuffled_task_input_gives_each_agent_the_next_agents_task_only():
     env.reset(seed=0)
     batch = env.observations()
     task = batch["task"].copy()
-    assert len(np.unique(task, axis=0)) > 1  # several tasks, so rolling changes what agents read
+    assert len(np.unique(task, axis=0)) > 1  # several tasks, so there is another to read
     shuffled = shuffled_tasks(batch)
     read = shuffled["task"]
     assert np.array_equal(batch["task"], task) and not (read == task).all(axis=1).any()
