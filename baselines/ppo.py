@@ -267,15 +267,16 @@ def warm_start(model: Policy, spec: str) -> None:
     tensor (ValueError naming a tensor whose shape differs). The one difference allowed is the
     task input: a source without one gives the fuse layer's task columns zero weight, so the model
     computes what the source did until training moves them."""
-    from baselines.policy import WEIGHTS_DIR, shipped_baselines
+    from baselines.policy import baseline_class, checkpoint_class
 
     scheme, _, rest = spec.partition(":")
-    if scheme == "baseline" and rest in shipped_baselines():
-        path = WEIGHTS_DIR / f"{rest}.pt"
-    elif scheme == "ckpt" and rest:
-        path = Path(rest)
-    else:
-        raise ValueError(f"--init takes baseline:NAME ({', '.join(shipped_baselines())}) or ckpt:PATH, got {spec!r}")
+    resolve = {"baseline": baseline_class, "ckpt": checkpoint_class}.get(scheme)
+    if resolve is None:
+        raise ValueError(f"--init takes baseline:NAME or ckpt:PATH, got {spec!r}")
+    try:  # the policy schemes' own lookup: the same file, the same message, as when the spec plays
+        path = resolve(rest).path
+    except ValueError as err:
+        raise ValueError(f"--init {spec!r}: {err}") from None
     source, own = load_checkpoint(path)["model"], model.state_dict()
     added = model.task[0].out_features if model.task is not None and "task.0.weight" not in source else 0
     expected = {name for name in own if not (added and name.startswith("task."))}  # a new task input: its own init
