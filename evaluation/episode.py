@@ -278,12 +278,17 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel the queued episodes and end the running ones now: an interrupted run keeps what
     finished (the journal) and must not wait for episodes nobody will read."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
             process.kill()
     for process in processes:
         process.join(timeout=5)
+    if manager is not None:
+        # let the executor's thread close its wake-up pipe now: at interpreter exit Python 3.11
+        # writes to that pipe unlocked, and a close racing the write printed "Bad file descriptor"
+        manager.join(timeout=5)
 
 
 def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool = True, desc: str = "episodes",

@@ -3,16 +3,19 @@ line per finished episode while it runs; SIGINT stops it within seconds with no 
 its journal and prints the command that resumes it, and that command completes the run."""
 
 import json
+import multiprocessing
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from evaluation.episode import stop_pool
 from nmmo.console import LineProgress, clock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +31,21 @@ def test_plain_progress_lines_count_time_and_eta(tmp_path):
     assert [line.split(",")[0] for line in lines] == [f"tournament: {i}/4 episodes" for i in range(1, 5)]
     assert "ETA" in lines[0] and "ETA" not in lines[-1] and "elapsed" in lines[-1]
     assert clock(3723) == "1:02:03" and clock(61) == "1:01"
+
+
+def test_stop_pool_ends_the_workers_and_the_executor_thread_before_it_returns():
+    # the executor's thread must have closed its wake-up pipe: Python 3.11 writes to it unlocked at
+    # exit, and a close racing that write printed a "Bad file descriptor" traceback after Ctrl-C
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    futures = [pool.submit(time.sleep, 60) for _ in range(4)]
+    while not any(future.running() for future in futures):
+        time.sleep(0.01)
+    processes, manager = list(pool._processes.values()), pool._executor_manager_thread
+    wakeup = pool._executor_manager_thread_wakeup
+    stop_pool(pool)
+    assert not any(process.is_alive() for process in processes)
+    assert not manager.is_alive() and wakeup._closed
+    assert all(future.cancelled() or future.done() for future in futures)
 
 
 def _wait_for(path: Path, pattern: str, process: subprocess.Popen, timeout: float) -> str:
