@@ -143,11 +143,11 @@ def settle(state: State, before: Before) -> None:
     start = perf_counter()
     ent = state.entities
     events, n = ent.events, ent.n_players
-    gained = np.subtract(ent.level[:n], before.level, out=before.level)
+    gained = np.subtract(ent.level[:n], before.level, out=events[:n, _LEVELS])  # 0 where none rose
     risen = (_ones(n) @ gained).tolist()  # levels gained per skill (a product with ones: a third of a sum's time)
     if any(risen):
-        _note(state, level_up=risen)
-        events[:n, _LEVELS] = gained
+        if state.written is not None:  # (`_note`, inline: this happens most ticks)
+            state.written.level_up = risen
         np.matmul(gained, _ones(gained.shape[1]), out=events[:n, ints.Event.LEVEL_UP])
     ent.event_totals += events
     state.event_seconds += perf_counter() - start
