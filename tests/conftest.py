@@ -1,4 +1,10 @@
+import os
+
 import pytest
+
+# One thread per math library in the suite's workers and the commands they start: `make test` runs
+# two workers on two cores, and torch's default (a thread per core) in each made them contend
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")

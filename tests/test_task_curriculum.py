@@ -96,7 +96,7 @@ def test_training_logs_the_curriculum_and_both_kinds_of_checkpoint_play_with_tas
     from baselines.ppo import Args, read_log, train
 
     base = dict(config="train_small", tasks="foraging", num_envs=2, rollout_len=8, iterations=2, minibatches=2,
-                epochs=1, minutes=5, progress=False)
+                epochs=1, minutes=5, progress=False, threads=1)  # one thread: the suite's workers share 2 cores
     train(Args(**base, task_curriculum="edge", out=str(tmp_path / "edge")))
     rows = read_log(tmp_path / "edge")
     names = [spec.name for spec in nmmo.tasks.load_task_set("foraging")]

@@ -14,8 +14,10 @@ from nmmo.envs.vector import VectorEnv  # noqa: E402
 
 
 def tiny_args(out, **overrides):
+    # one torch thread: the suite's two workers share two cores (two threads each made the trainings
+    # beside another worker take about twice as long)
     base = dict(config="train_small", num_envs=2, rollout_len=8, iterations=2, minibatches=2, epochs=1,
-                minutes=5, out=str(out), progress=False)
+                minutes=5, out=str(out), progress=False, threads=1)
     return Args(**{**base, **overrides})
 
 
