@@ -139,7 +139,7 @@ def explore(state: State, distance: np.ndarray) -> None:
 
 def settle(state: State, before: Before) -> None:
     """After the moves: level-ups from the snapshot, and this tick's events added to the life
-    totals. (Only players gain levels: their rows are written when some level rose.)"""
+    totals. (Only players gain levels: their rows hold the levels gained, 0 where none rose.)"""
     start = perf_counter()
     ent = state.entities
     events, n = ent.events, ent.n_players
