@@ -93,23 +93,20 @@ def test_a_sampler_you_pass_is_yours_to_feed():
 def test_training_logs_the_curriculum_and_both_kinds_of_checkpoint_play_with_tasks(tmp_path):
     pytest.importorskip("torch")
     import nmmo
-    from baselines.ppo import Args, read_log, train
+    from baselines.ppo import load_checkpoint, read_log, train
+    from tests.test_train import tiny_args
 
-    base = dict(config="train_small", tasks="foraging", num_envs=2, rollout_len=8, iterations=2, minibatches=2,
-                epochs=1, minutes=5, progress=False, threads=1)  # one thread: the suite's workers share 2 cores
-    train(Args(**base, task_curriculum="edge", out=str(tmp_path / "edge")))
+    train(tiny_args(tmp_path / "edge", tasks="foraging", task_curriculum="edge"))
     rows = read_log(tmp_path / "edge")
     names = [spec.name for spec in nmmo.tasks.load_task_set("foraging")]
     for row in rows:
         assert abs(sum(row[f"task_share/{name}"] for name in names) - 1.0) < 1e-6
         assert {f"task_completion/{name}" for name in names} <= set(row) and "task_lives" in row
     assert (tmp_path / "edge" / "tasks.png").read_bytes()[:4] == b"\x89PNG"
-    from baselines.ppo import load_checkpoint
-
     assert 'TASK_CURRICULUM = "edge"' in load_checkpoint(tmp_path / "edge" / "checkpoint.pt")["config_toml"]
-    train(Args(**{**base, "iterations": 1}, task_blind=True, out=str(tmp_path / "blind")))
+    train(tiny_args(tmp_path / "blind", tasks="foraging", iterations=1, task_blind=True))
     with pytest.raises(ValueError, match="need --tasks"):
-        train(Args(**{**base, "tasks": ""}, task_blind=True, out=str(tmp_path / "none")))
+        train(tiny_args(tmp_path / "none", tasks="", task_blind=True))
 
     config = nmmo.config.load("train_small").update({"HORIZON": 12, "TASKS": "heldout"})
     for kind in ("edge", "blind"):  # ckpt: policies of both kinds play where every agent holds a task
