@@ -6,7 +6,8 @@ else is converted, or refused with the key that held it), and `load` reads with
 ``torch.load(..., weights_only=True)``: PyTorch's restricted unpickler, which builds only those
 types and refuses any other global a file names. Researchers share checkpoints, and a pickle that
 names ``os.system`` would otherwise run it on load, so a file that needs more than plain data is
-refused with an error naming the file and the object it asked for.
+refused with an error naming the file and the object it asked for. Before torch reads it, the
+file's zip members are sized (`nmmo.io.torchzip`): none may inflate past a cap.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nmmo.io import torchzip
 from nmmo.io.files import atomic_write_bytes
 
 
@@ -72,7 +74,9 @@ def load(path: str | os.PathLike, device: str = "cpu") -> dict:
     if not path.is_file():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
     try:
-        data = torch.load(path, map_location=device, weights_only=True)
+        data = torchzip.load(path, f"checkpoint {str(path)!r} cannot be read", map_location=device)
+    except torchzip.ArchiveError as err:  # not a zip, or members past the caps: nothing was inflated
+        raise CheckpointError(str(err)) from None
     except pickle.UnpicklingError as err:
         refused = _refused_global(err)
         if refused is None:  # not an object it refused: bytes it could not parse

@@ -17,6 +17,7 @@ from baselines.model import Policy
 from baselines.ppo import act, load_checkpoint
 from nmmo.config import Config
 from nmmo.core.layout import ObsBatch
+from nmmo.io import torchzip
 from nmmo.policy import ArrayPolicy
 
 
@@ -66,9 +67,12 @@ class CheckpointPolicy(ArrayPolicy):
 
 def checkpoint_class(path: str) -> type:
     """The ``ckpt:PATH`` policy scheme (registered in pyproject.toml): a `CheckpointPolicy` class
-    bound to that checkpoint file."""
+    bound to that checkpoint file, whose zip members are sized now (`nmmo.io.torchzip`: a file
+    that would inflate past the caps is refused before a policy is made of it)."""
     if not Path(path).is_file():
         raise ValueError(f"checkpoint {path!r} does not exist")
+    with torchzip.open_checked(path, f"checkpoint {path!r}"):
+        pass
     return type("Checkpoint", (CheckpointPolicy,), {"path": path})
 
 

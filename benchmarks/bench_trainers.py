@@ -1,4 +1,17 @@
-"""Agent-steps per second of each trainer's recipe on one config, beside our own trainer.
+"""Agent-steps per second of each trainer's recipe and ours on one config, and of the envs they step.
+
+The env-side table (first, or alone with ``--env-side``) steps ``--env-config`` (``train_small``,
+64 agents a world) with ``--env-worlds`` (4) worlds in this process, a plain loop of random valid
+actions, in four forms: the engine's vector env (`nmmo.envs.vector.VectorEnv`, workers=0: the
+fused engine), the trainer form (`nmmo.integrations.parallel_env`, one PettingZoo ParallelEnv a
+world, stepped one after another), the native PufferLib env (`nmmo.integrations.pufferlib.
+NativeEnv`) and PufferLib's emulation of the trainer form (`nmmo.integrations.pufferlib.vec_env`,
+Serial). Every arm draws its actions with the same numpy sampler from the flat action masks
+(rows, 5 + 3 + PLAYER_N_OBS + 1), and pays for it and for getting its masks into that shape (the
+trainer form stacks its per-agent dicts, as a user would). The figure is agent-steps (rows
+stepped; the trainer form: the agents in its action dicts) per CPU-second of this process
+(`time.process_time`), beside wall agent-steps/s, over ``--env-steps`` steps after
+``--env-warmup``; the arms run in alternating order over ``--rounds`` rounds.
 
 Each recipe (`nmmo.integrations.sb3`, `.torchrl`, `.rllib`, `.pufferlib`) trains PPO for the same
 number of agent-steps on the same config, in a process of its own, one after the other, so they
@@ -6,20 +19,26 @@ never share the CPU. Our trainer (`nmmo train`, recurrent PPO on the batched eng
 budget. The figure is each run's own count: agent-steps over the seconds of its training loop
 (start-up and imports excluded; our trainer's `seconds` in its log, the recipes' `train()` result).
 
-    python benchmarks/bench_trainers.py                          # all, 20k agent-steps each
-    python benchmarks/bench_trainers.py --agent-steps 50000 --only sb3 ours
+    python benchmarks/bench_trainers.py                          # both tables, 20k agent-steps each
+    python benchmarks/bench_trainers.py --agent-steps 50000 --only sb3 ours --no-env-side
+    python benchmarks/bench_trainers.py --env-side --env-steps 300 --rounds 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -83,6 +102,187 @@ def versions(name: str) -> str:
     return ", ".join(parts)
 
 
+# ------------------------------------------------------------ the env-side table
+ENV_ARMS = ("vector", "trainer form", "native", "emulated")
+ENV_ARM_NOTES = {
+    "vector": "VectorEnv(workers=0), fused engine",
+    "trainer form": "parallel_env x worlds, dict actions",
+    "native": "pufferlib NativeEnv (send/recv)",
+    "emulated": "pufferlib vec_env Serial (send/recv)",
+}
+
+
+class Sampler:
+    """Random valid actions from flat action masks (rows, 5 + 3 + PLAYER_N_OBS + 1): per row and part
+    (direction, style, target) a uniformly random allowed entry (uniform noise plus the 0/1 mask,
+    argmax per part); the same one, with its own seeded generator, in every arm."""
+
+    def __init__(self, config, seed: int = 0) -> None:
+        cut = (0, 5, 8, 8 + config.PLAYER_N_OBS + 1)
+        self.parts = [slice(a, b) for a, b in zip(cut, cut[1:], strict=False)]
+        self.width = cut[-1]
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, masks: np.ndarray) -> np.ndarray:
+        if masks.shape[1] != self.width:
+            raise ValueError(f"masks have {masks.shape[1]} columns, expected {self.width}")
+        score = self.rng.random(masks.shape, dtype=np.float32)
+        score += masks  # allowed entries in [1, 2), the others in [0, 1)
+        return np.stack([score[:, part].argmax(axis=1) for part in self.parts], axis=1)
+
+
+def arm_vector(config, worlds: int, sample: Sampler):
+    from nmmo.envs.vector import VectorEnv
+
+    vec = VectorEnv(config, num_envs=worlds, seed=0, workers=0)
+    obs = vec.reset()  # views of the buffers, rewritten in place by every step
+
+    def step() -> int:
+        masks = np.concatenate([obs["move_mask"], obs["style_mask"], obs["target_mask"]], axis=1)
+        actions = sample(masks)
+        vec.step(actions)
+        return len(actions)
+
+    return step, vec.close
+
+
+def arm_trainer_form(config, worlds: int, sample: Sampler):
+    from nmmo.integrations import parallel_env
+
+    envs = [parallel_env(config, seed=k) for k in range(worlds)]
+    obs = [env.reset()[0] for env in envs]
+
+    def step() -> int:
+        for k, env in enumerate(envs):
+            if not env.agents:  # the horizon: this world's next episode
+                obs[k] = env.reset()[0]
+        agents = [list(views) for views in obs]
+        masks = np.stack([views[a]["action_mask"] for views, names in zip(obs, agents, strict=True) for a in names])
+        actions = sample(masks)
+        start = 0
+        for k, (env, names) in enumerate(zip(envs, agents, strict=True)):
+            obs[k] = env.step(dict(zip(names, actions[start:start + len(names)], strict=True)))[0]
+            start += len(names)
+        return start
+
+    return step, lambda: [env.close() for env in envs]
+
+
+def arm_native(config, worlds: int, sample: Sampler):
+    import pufferlib
+    import pufferlib.vector
+
+    from nmmo.integrations import pufferlib as puffer
+
+    env = pufferlib.vector.make(puffer.native_creator(config, worlds), env_kwargs={"seed": 0},
+                                backend=pufferlib.PufferEnv)
+    env.async_reset(0)
+    start = env.layout.size
+
+    def step() -> int:
+        obs = env.recv()[0]
+        actions = sample(obs[:, start:])
+        env.send(actions.astype(np.int32))
+        return len(actions)
+
+    return step, env.close
+
+
+def arm_emulated(config, worlds: int, sample: Sampler):
+    from nmmo.integrations import pufferlib as puffer
+
+    vecenv = puffer.vec_env(worlds, config, backend="Serial", seed=0)
+    vecenv.async_reset(0)
+    dtype = vecenv.driver_env.obs_dtype
+
+    def step() -> int:
+        obs = vecenv.recv()[0]
+        actions = sample(np.asarray(obs).view(dtype)["action_mask"].reshape(len(obs), -1))
+        vecenv.send(actions.astype(np.int32))
+        return len(actions)
+
+    return step, vecenv.close
+
+
+ENV_ARM_BUILDERS = {"vector": arm_vector, "trainer form": arm_trainer_form, "native": arm_native,
+                    "emulated": arm_emulated}
+
+
+def run_env_arm(name: str, config, worlds: int, steps: int, warmup: int) -> dict:
+    """One arm: build it, `warmup` steps, then `steps` timed steps (CPU time of this process and wall)."""
+    try:
+        step, close = ENV_ARM_BUILDERS[name](config, worlds, Sampler(config, seed=0))
+    except ImportError as err:
+        return {"error": f"not installed ({err.name})"}
+    try:
+        for _ in range(warmup):
+            step()
+        agent_steps = 0
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(steps):
+            agent_steps += step()
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    except Exception as err:  # noqa: BLE001 - one broken arm leaves the others' figures
+        traceback.print_exc()
+        return {"error": f"failed: {type(err).__name__}"}
+    finally:
+        close()
+    return {"agent_steps": agent_steps, "cpu_s": cpu, "wall_s": wall, "per_cpu_s": agent_steps / cpu,
+            "per_wall_s": agent_steps / wall}
+
+
+def env_side(config_name: str, worlds: int, steps: int, warmup: int, rounds: int, arms: list[str]) -> dict:
+    from nmmo import config as config_module
+
+    config = config_module.resolve(config_name).validate()
+    results: dict[str, list[dict]] = {name: [] for name in arms}
+    for r in range(rounds):
+        order = arms if r % 2 == 0 else arms[::-1]  # alternate, so drift hits every arm alike
+        for name in order:
+            result = run_env_arm(name, config, worlds, steps, warmup)
+            results[name].append(result)
+            if "error" in result:
+                print(f"env-side round {r + 1} {name}: {result['error']}", flush=True)
+            else:
+                print(f"env-side round {r + 1} {name}: {result['agent_steps']:,} agent-steps, "
+                      f"{result['cpu_s']:.2f} CPU s ({result['per_cpu_s']:,.0f}/CPU-s), "
+                      f"{result['wall_s']:.2f} wall s ({result['per_wall_s']:,.0f}/s)", flush=True)
+    agents = config.PLAYER_N
+    table = Table(title=f"Env side: {config_name} ({agents} agents a world) x {worlds} worlds, in this process, "
+                        f"random valid actions, {steps} steps after {warmup} of warm-up, {rounds} round(s)")
+    columns = ["arm", "what", *(f"round {r + 1} /CPU-s" for r in range(rounds)), "mean agent-steps/CPU-s",
+               "mean wall agent-steps/s", "x vector (CPU)", "x vector (wall)"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("arm", "what") else "right")
+
+    def mean(rows: list[dict], key: str) -> float | None:
+        good = [row[key] for row in rows if "error" not in row]
+        return sum(good) / len(good) if good else None
+
+    base_cpu, base_wall = mean(results.get("vector", []), "per_cpu_s"), mean(results.get("vector", []), "per_wall_s")
+    summary = {}
+    for name, rows in results.items():
+        cpu, wall = mean(rows, "per_cpu_s"), mean(rows, "per_wall_s")
+        per_round = [row.get("error", "-") if "error" in row else f"{row['per_cpu_s']:,.0f}" for row in rows]
+        ratio_cpu = f"{cpu / base_cpu:.2f}" if cpu and base_cpu else "-"
+        ratio_wall = f"{wall / base_wall:.2f}" if wall and base_wall else "-"
+        table.add_row(name, ENV_ARM_NOTES[name], *per_round, f"{cpu:,.0f}" if cpu else "-",
+                      f"{wall:,.0f}" if wall else "-", ratio_cpu, ratio_wall)
+        summary[name] = {"rounds": rows, "per_cpu_s": cpu, "per_wall_s": wall,
+                         "ratio_cpu": cpu / base_cpu if cpu and base_cpu else None}
+    Console(width=180).print(table)  # one line a row, in a log or a pipe too
+    return summary
+
+
+def machine() -> str:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count()
+    return (f"{platform.platform()}, {platform.processor() or platform.machine()}, nproc {usable} "
+            f"(cpu_count {os.cpu_count()}), Python {platform.python_version()}, numpy {np.__version__}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="trainers_small")
@@ -91,7 +291,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--num-envs", type=int, default=8, help="env copies our trainer steps together")
     parser.add_argument("--only", nargs="+", choices=[*RECIPES, "ours"], default=[*RECIPES, "ours"])
     parser.add_argument("--json", type=Path, help="also write the results here")
+    side = parser.add_mutually_exclusive_group()
+    side.add_argument("--env-side", action="store_true", help="only the env-side table (no training)")
+    side.add_argument("--no-env-side", action="store_true", help="only the training table")
+    parser.add_argument("--env-config", default="train_small", help="the env-side table's config")
+    parser.add_argument("--env-worlds", type=int, default=4, help="worlds each env-side arm steps")
+    parser.add_argument("--env-steps", type=int, default=300, help="timed steps of each env-side arm")
+    parser.add_argument("--env-warmup", type=int, default=20, help="untimed steps before them")
+    parser.add_argument("--rounds", type=int, default=2, help="env-side rounds (the arms' order alternates)")
+    parser.add_argument("--env-arms", nargs="+", choices=ENV_ARMS, default=list(ENV_ARMS))
     args = parser.parse_args(argv)
+    print(f"machine: {machine()}", flush=True)
+    print(f"command: {shlex.join([sys.executable, *sys.argv])}", flush=True)
+    env_results = None
+    if not args.no_env_side:
+        env_results = env_side(args.env_config, args.env_worlds, args.env_steps, args.env_warmup, args.rounds,
+                               args.env_arms)
+    if args.env_side:
+        if args.json:
+            args.json.write_text(json.dumps({"env_side": env_results}, indent=2))
+        return
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench_trainers_") as tmp:
         for name in args.only:
@@ -110,7 +329,7 @@ def main(argv: list[str] | None = None) -> None:
                           f"{r['agent_steps_per_s']:,.0f}", f"{r['wall_s']:.1f}")
     Console(width=120).print(table)  # a log or a pipe gets the whole table too
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        args.json.write_text(json.dumps({**results, "env_side": env_results} if env_results else results, indent=2))
 
 
 if __name__ == "__main__":

@@ -150,7 +150,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     srv.add_argument("--live", action="store_true", help="run a simulation and stream it")
     srv.add_argument("--config", default="small_maps", help="live: config name, preset or TOML path")
     srv.add_argument("--policy", default="scripted:Combat",
-                     help=f"live: the policy driving every agent ({spec_forms()})")
+                     help=f"live: the policy driving every agent ({spec_forms()}); it runs in this process, "
+                     "unsandboxed, with your privileges: name only code you trust")
     srv.add_argument("--seed", type=int, default=0, help="live: env and policy seed")
     srv.add_argument("--speed", type=float, default=10.0, help="live: ticks per second")
     srv.add_argument("--tasks", default=None, metavar="SET",

@@ -106,6 +106,9 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
 
 def _check_tournament(args: argparse.Namespace) -> None:
     """Fill in what --game decides unless given: the metric (win) and the anchor (the game's bot)."""
+    from evaluation.submission import shipped_module
+
+    shipped_module("scripted")  # this install's bots, checked before any of their code runs
     from scripted.games import GAME_BOTS
 
     if not hasattr(args, "metric"):
@@ -210,7 +213,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     ev = add_command(subparsers, "eval", "one policy controls every agent on held-out maps: its metric table",
                      parents=[common])
     add_game_flags(ev, "small_maps", "config name, preset or TOML path (small_maps: the paper's Table 1 setting)")
-    ev.add_argument("--policy", required=True, help=f"the policy: {spec_forms()}")
+    ev.add_argument("--policy", required=True, help=f"the policy: {spec_forms()}. Only the registered names (random, "
+                    "idle, scripted:BOT, baseline:NAME) run in-process; anything else runs in the sandbox")
     ev.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
     ev.add_argument("--episodes", type=int, default=4, help="episodes, episode i on held-out map i")
     ev.add_argument("--out", type=Path, default=Path("out/eval"), help="directory for results.json and CSVs")

@@ -36,6 +36,16 @@ def _encode(result: EpisodeResult) -> dict[str, Any]:
             "won": None if result.won is None else result.won.tolist()}
 
 
+def _check_finite(result: EpisodeResult) -> None:
+    """Refuse, by name, a NaN or infinity (JSON has none; `json.dumps` would only say "Out of range
+    float values"). Task files are refused with one when loaded, before a tournament plays."""
+    for name in ("lifetimes", "tasks", "won"):
+        values = getattr(result, name)
+        if values is not None and not np.isfinite(values).all():
+            raise ValueError(f"episode {result.index}: its {name} hold a NaN or an infinity; results record "
+                             "finite numbers only")
+
+
 def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
     lifetimes = np.asarray(entry["lifetimes"], dtype=np.float64).reshape(-1, len(METRICS))
     owners = np.asarray(entry["owners"], dtype=np.int64)
@@ -106,6 +116,7 @@ class Journal:
 
     def append(self, result: EpisodeResult) -> None:
         """Record a finished episode durably (flushed and synced before returning)."""
+        _check_finite(result)
         self.results[result.index] = result
         with open(self.path, "a") as handle:
             handle.write(json.dumps(_encode(result), allow_nan=False) + "\n")

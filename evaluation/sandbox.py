@@ -142,6 +142,7 @@ class Worker:
         self.cgroup = make_cgroup(limits)
         self.breach_told = False
         self.unprivileged: namespaces.Unprivileged | None = None
+        self.host_uid: namespaces.HostUid | None = None
         to_worker_r, self.to_worker = os.pipe()
         self.from_worker, from_worker_w = os.pipe()
         self.log = open(os.path.join(self.home, "worker.log"), "wb")  # noqa: SIM115 - closed in stop()
@@ -149,26 +150,31 @@ class Worker:
         command = [sys.executable, "-m", "evaluation.worker", str(to_worker_r), str(from_worker_w),
                    "0" if self.sandboxed else str(os.getpid()), json.dumps(limits.to_dict())]
         steps = [] if self.cgroup is None else [self.cgroup.join_self]
-        if self.sandboxed:
-            path = namespaces.spec_path(spec or "")
-            if os.geteuid() == 0:  # bubblewrap starts as nobody, so nothing maps back to root
-                self.unprivileged = namespaces.Unprivileged(namespaces.readable_paths(path), HOME_PREFIX)
-                steps.append(self.unprivileged.enter)
-            unprivileged = self.unprivileged
-            command = namespaces.wrap(command, path, tmp_bytes=(limits.group_memory_mb or 0) * 2**20,
-                                      sources=None if unprivileged is None else unprivileged.sources)
+        env, fds, args_fd = scrubbed_environment(self.home), [to_worker_r, from_worker_w], None
         try:
-            self.process = subprocess.Popen(command, pass_fds=(to_worker_r, from_worker_w), env=scrubbed_environment(
-                self.home), cwd=self.home, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                start_new_session=True, preexec_fn=_in_order(steps) if steps else None)
+            if self.sandboxed:
+                paths = namespaces.visible_paths(spec or "")
+                if os.geteuid() == 0:  # bubblewrap starts as a uid of its own, so nothing maps back to root
+                    self.host_uid = namespaces.HostUid()
+                    self.unprivileged = namespaces.Unprivileged(namespaces.readable_paths(paths), HOME_PREFIX,
+                                                                self.host_uid.uid)
+                    steps.append(self.unprivileged.enter)
+                unprivileged = self.unprivileged
+                command, args_fd = namespaces.launch(namespaces.wrap(
+                    command, paths, tmp_bytes=(limits.group_memory_mb or 0) * 2**20, env=env,
+                    sources=None if unprivileged is None else unprivileged.sources))
+                env = {}  # the worker's environment travels in bubblewrap's arguments (--setenv)
+                fds.append(args_fd)
+            self.process = subprocess.Popen(command, pass_fds=fds, env=env, cwd=self.home, stdin=subprocess.DEVNULL,
+                                            stdout=self.log, stderr=self.log, start_new_session=True,
+                                            preexec_fn=_in_order(steps) if steps else None)
         except BaseException:
             self._release_cgroup()
-            if self.unprivileged is not None:
-                self.unprivileged.remove()
+            self._release_uid()
             raise
         finally:
-            os.close(to_worker_r)
-            os.close(from_worker_w)
+            for fd in fds:
+                os.close(fd)
         nonblocking(self.to_worker)
         nonblocking(self.from_worker)
 
@@ -230,9 +236,17 @@ class Worker:
                 pass
         self.log.close()
         shutil.rmtree(self.home, ignore_errors=True)
+        self._release_uid()
+        return breach
+
+    def _release_uid(self) -> None:
+        """Remove the placeholders and give the worker's host uid back (its processes are gone)."""
         if self.unprivileged is not None:
             self.unprivileged.remove()
-        return breach
+            self.unprivileged = None
+        if self.host_uid is not None:
+            self.host_uid.release()
+            self.host_uid = None
 
     def _release_cgroup(self) -> None:
         """Kill whatever is left in the worker's cgroup (a fork that escaped its process group, in

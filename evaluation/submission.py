@@ -1,7 +1,9 @@
 """Policies in an episode: one handle per policy, faults counted, actions validated.
 
-Trusted policies (``random``, ``idle``, ``scripted:*``) run in-process (`InProcessPolicy`).
-Everything else (a ``pkg.module:Class``, ``path/file.py:Class`` or ``ckpt:PATH`` submission) runs
+Trusted policies, the registered names (`trusted_specs`: ``random``, ``idle``, ``scripted:NAME`` for
+each shipped bot, ``baseline:NAME`` for each shipped baseline), run in-process (`InProcessPolicy`).
+Everything else (a ``pkg.module:Class``, ``path/file.py:Class``, ``path/folder:Class`` or ``ckpt:PATH``
+submission) runs
 in a bounded worker process (`SubprocessPolicy`, over `evaluation.sandbox`) and must answer each
 tick within a time budget. When a policy raises, returns something malformed or does not answer in
 time, its agents idle that tick and the fault is counted by kind (`evaluation.faults`); a worker
@@ -13,12 +15,16 @@ policy cannot even be built, its agents idle for the rest of the episode.
 from __future__ import annotations
 
 import abc
+import importlib.util
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from evaluation import namespaces
 from evaluation.channel import ChannelClosed, ChannelError, ChannelTimeout
 from evaluation.faults import FAULT_KINDS, Faults, error_text, preview  # noqa: F401 - Faults, FAULT_KINDS re-exported
 from evaluation.sandbox import (
@@ -89,27 +95,79 @@ def validate_actions(actions: Any, controlled: set[int] | frozenset[int],
 
 
 # ------------------------------------------------------------------ specs
-#: Spec prefixes of policies that ship with the package (code and weights): they run in-process.
-TRUSTED_PREFIXES = ("scripted:", "baseline:")
+#: The directory holding this project's packages (nmmo, scripted, baselines, evaluation), wherever installed.
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def trusted_specs() -> frozenset[str]:
+    """The exact specs that run in-process: the built-ins, each shipped bot (``scripted:NAME``) and
+    each shipped baseline (``baseline:NAME``, a weights file in baselines/weights/). Everything
+    else, whatever its prefix, is a submission."""
+    bots = shipped_module("scripted").BOTS
+    weights = sorted(path.stem for path in (PROJECT_DIR / "baselines" / "weights").glob("*.pt"))
+    return frozenset([*BUILTIN, *(f"scripted:{name}" for name in bots), *(f"baseline:{name}" for name in weights)])
+
+
+def shipped_module(name: str) -> Any:
+    """The top-level module `name` of this install, found before any of its code runs: a folder of
+    that name earlier on sys.path (the working directory, PYTHONPATH) is refused, never imported."""
+    found = importlib.util.find_spec(name)
+    origin = Path(found.origin).resolve() if found is not None and found.origin else None
+    if origin is None or PROJECT_DIR not in origin.parents:
+        raise ValueError(f"{name!r} resolves to {origin}, not to this install's package in {PROJECT_DIR}: "
+                          "a folder of that name in the working directory or on PYTHONPATH shadows it")
+    return importlib.import_module(name)
+
+
+def load_trusted(spec: str) -> type:
+    """The class of a spec to run in-process; a registered name's is checked to be defined by this
+    install's own code. (`make_handle` runs only registered names in-process; a caller that builds
+    an `InProcessPolicy` itself runs what it names.)"""
+    cls = load_policy_class(spec)
+    if not is_trusted(spec):
+        return cls
+    where = Path(getattr(sys.modules.get(cls.__module__), "__file__", "") or "").resolve()
+    if PROJECT_DIR not in where.parents:
+        raise ValueError(f"{spec!r} loaded code from {where}, outside this install ({PROJECT_DIR})")
+    return cls
 
 
 def is_trusted(spec: str) -> bool:
-    """Built-in, scripted and shipped baseline policies run in-process; everything else (a file, a
-    module, a checkpoint given by path) is a submission."""
-    return spec in BUILTIN or spec.startswith(TRUSTED_PREFIXES)
+    """True for the registered names only (`trusted_specs`: random, idle, the shipped bots and
+    baselines, each by its exact spec); a file, a module, a folder or a checkpoint is a submission."""
+    return isinstance(spec, str) and spec in trusted_specs()
 
 
 def worker_spec(spec: str) -> str:
     """The spec as a worker process should load it: a file path made absolute, of a policy file
-    (``path/to/file.py:Class``) or a checkpoint (``ckpt:PATH``), since workers run in a directory of
-    their own (the spec recorded in results stays as the user wrote it)."""
+    (``path/to/file.py:Class``), a folder (``path/to/folder:Class``) or a checkpoint (``ckpt:PATH``),
+    since workers run in a directory of their own (the spec recorded in results stays as the user
+    wrote it)."""
     scheme, sep, argument = spec.partition(":")
     if sep and scheme in PATH_SCHEMES:
         return f"{scheme}:{Path(argument).resolve()}"
     where, sep, name = spec.rpartition(":")
-    if sep and where.endswith(".py"):
+    if sep and (where.endswith(".py") or "/" in where):
         return f"{Path(where).resolve()}:{name}"
     return spec
+
+
+def check_private(specs: list[str]) -> None:
+    """Refuse submissions that would see each other's files: one whose file, folder or checkpoint
+    holds another's (a folder with a rival's file in it), or names it by another path (a link).
+    Specs naming the same file by the same path (two classes of one file) share it and pass. Each
+    submission sees only its own files (`namespaces.visible_paths`); this keeps "its own" from
+    overlapping a rival's."""
+    seen = {spec: {os.path.realpath(path): os.path.abspath(path) for path in namespaces.visible_paths(spec)}
+            for spec in dict.fromkeys(specs) if not is_trusted(spec)}
+    for spec, paths in seen.items():
+        for other, other_paths in seen.items():
+            clash = [(path, theirs) for path, written in paths.items() for theirs, their_written in other_paths.items()
+                     if theirs.startswith(path.rstrip("/") + "/") or (theirs == path and written != their_written)]
+            if other != spec and clash:
+                path, theirs = clash[0]
+                raise ValueError(f"policy {spec!r} would see {path}, which holds {theirs} of policy {other!r}: a "
+                                 "submission sees only its own files, so give each its own folder")
 
 
 def check_spec(spec: str, timeout: float = 60.0, limits: Limits | None = None) -> None:
@@ -117,7 +175,7 @@ def check_spec(spec: str, timeout: float = 60.0, limits: Limits | None = None) -
     that idles through a tournament. Submissions are imported in a throwaway worker process,
     within the run's `limits`."""
     if is_trusted(spec):
-        load_policy_class(spec)
+        load_trusted(spec)
         return
     check_spec_in_worker(worker_spec(spec), timeout, limits)
 
@@ -174,7 +232,8 @@ class PolicyHandle(abc.ABC):
 
 
 class InProcessPolicy(PolicyHandle):
-    """A trusted policy called directly; exceptions and malformed replies still only idle its agents."""
+    """A trusted policy called directly; exceptions and malformed replies still only idle its agents.
+    `make_handle` builds one for the registered names only (`is_trusted`)."""
 
     def __init__(self, spec: str, config: Config) -> None:
         super().__init__(spec, config)
@@ -183,7 +242,7 @@ class InProcessPolicy(PolicyHandle):
 
     def reset(self, seed: int) -> None:
         try:
-            self._policy = load_policy_class(self.spec)(self._config)
+            self._policy = load_trusted(self.spec)(self._config)
             if callable(getattr(self._policy, "reset", None)):
                 self._policy.reset(seed)
         except Exception as err:  # noqa: BLE001 - a broken policy idles; the tournament goes on

@@ -47,7 +47,7 @@ from evaluation.metrics import (
 )
 from evaluation.rating import ANCHOR, BETA, Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
 from evaluation.sandbox import Limits
-from evaluation.submission import Faults, check_spec
+from evaluation.submission import Faults, check_private, check_spec
 from evaluation.task_results import task_report
 from nmmo import config as config_module
 from nmmo.config import Config
@@ -331,6 +331,7 @@ def run_tournament(config: Config | str, policies: Sequence[str], episodes: int 
     _check_settings(config, len(policies), episodes, workers, time_budget)
     config = equal_shares(config, len(policies))
     limits = (limits or Limits()).check()
+    check_private(policies)
     for spec in policies:
         check_spec(spec, limits.init_timeout, limits)
     seeds, map_seeds = episode_seeds(seed, episodes), eval_map_seeds(config, episodes)

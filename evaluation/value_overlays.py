@@ -30,10 +30,10 @@ class ValueOverlays:
     def paint_landscape(self, spec: str, name: str) -> None:
         """The landscape of the policy `spec`, by a fresh instance (the playing one keeps its memory);
         quietly: episodes run in worker processes, whose lines would interleave."""
+        from evaluation.submission import load_trusted
         from nmmo.envs.landscape import paint_landscape
-        from nmmo.policy import load_policy_class
 
-        paint_landscape(self.env, load_policy_class(spec)(self.env.config), name, progress=False)
+        paint_landscape(self.env, load_trusted(spec)(self.env.config), name, progress=False)
 
     def add(self, seen: list, tick: int) -> None:
         """Add this tick's estimates of each policy's agents (`seen`: what each policy observed); the

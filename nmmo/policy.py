@@ -13,7 +13,8 @@ vectorize), in either of two forms, plus an optional ``reset(seed)``:
 
 A spec string
 names one: ``random``, ``idle``, ``pkg.module:Class`` (the scripted bots are ``scripted:Forage``
-and friends), ``path/to/file.py:Class``, or ``SCHEME:ARGUMENT`` for a scheme that a package
+and friends), ``path/to/file.py:Class``, ``path/to/folder:Class`` (a package folder: code beside its
+weights), or ``SCHEME:ARGUMENT`` for a scheme that a package
 registers in the ``nmmo.policies`` entry point group (pyproject.toml): a function taking the
 argument and returning the policy class. The baselines register ``ckpt:PATH`` (a checkpoint from
 `nmmo train`); the engine itself imports no client.
@@ -29,6 +30,7 @@ import difflib
 import importlib
 import importlib.util
 import shlex
+import sys
 from collections.abc import Collection
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -135,7 +137,8 @@ def policy_schemes() -> dict[str, Any]:
 def spec_forms() -> str:
     """Every form a policy spec may take, for help texts."""
     schemes = ", ".join(f"{name}:..." for name in sorted(policy_schemes()))
-    return ", ".join([*BUILTIN, "pkg.module:Class (e.g. scripted:Forage)", "path/to/file.py:Class"]) + (
+    return ", ".join([*BUILTIN, "pkg.module:Class (e.g. scripted:Forage)", "path/to/file.py:Class",
+                      "path/to/folder:Class"]) + (
         f", {schemes}" if schemes else "")
 
 
@@ -207,22 +210,46 @@ def syntax_error_line(err: SyntaxError, path: str) -> str:
     return f"{path}:{err.lineno}: syntax error: {err.msg}" + (f": {code}" if code else "")
 
 
-def import_spec(spec: str, what: str = "object") -> Any:
-    """The object a ``pkg.module:Name`` or ``path/to/file.py:Name`` string names; errors name the
-    part that failed (`what` says what was being loaded: "policy", "env class", ...)."""
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ValueError(f"{what} spec {spec!r} needs the form pkg.module:Name or path/to/file.py:Name")
-    where, name = spec.rsplit(":", 1)
-    if where.endswith(".py"):
-        path = Path(where)
+def _import_path(path: Path, where: str, what: str) -> Any:
+    """The module of a ``file.py`` or of a folder (its ``__init__.py``, with the folder as the
+    package's path, so that its relative imports find the files beside it)."""
+    name = f"nmmo_{what.replace(' ', '_')}_{path.stem if path.suffix == '.py' else path.name}"
+    if path.suffix == ".py":
         if not path.is_file():
             raise ValueError(f"{what} file {where!r} does not exist")
-        module_spec = importlib.util.spec_from_file_location(f"nmmo_{what.replace(' ', '_')}_{path.stem}", path)
-        module = importlib.util.module_from_spec(module_spec)
-        try:
-            module_spec.loader.exec_module(module)
-        except SyntaxError as err:
-            raise ValueError(syntax_error_line(err, where)) from None
+        module_spec = importlib.util.spec_from_file_location(name, path)
+    else:
+        if not path.is_dir():
+            raise ValueError(f"{what} folder {where!r} does not exist (a path names a file.py or a folder)")
+        if not (path / "__init__.py").is_file():
+            raise ValueError(f"{what} folder {where!r} has no __init__.py: a folder is loaded as a package, whose "
+                             "__init__.py defines or imports the class")
+        module_spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
+                                                             submodule_search_locations=[str(path)])
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # a package's relative imports look it up there
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as err:
+        sys.modules.pop(name, None)
+        raise ValueError(syntax_error_line(err, err.filename or where)) from None
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def import_spec(spec: str, what: str = "object") -> Any:
+    """The object a ``pkg.module:Name``, ``path/to/file.py:Name`` or ``path/to/folder:Name`` string
+    names (a folder is a package: its ``__init__.py`` defines or imports Name, and its other files,
+    weights and configs, lie beside it); errors name the part that failed (`what` says what was
+    being loaded: "policy", "env class", ...)."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ValueError(f"{what} spec {spec!r} needs the form pkg.module:Name, path/to/file.py:Name or "
+                         "path/to/folder:Name")
+    where, name = spec.rsplit(":", 1)
+    if where.endswith(".py") or "/" in where:
+        module = _import_path(Path(where), where, what)
     else:
         try:
             module = importlib.import_module(where)

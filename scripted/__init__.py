@@ -10,5 +10,9 @@ bots (`scripted.games`, `GAME_BOTS`): ``scripted:Racer``, ``scripted:Hill``, ``s
 from scripted.bots import Combat, CombatNoExplore, Forage, ForageNoExplore, Meander, Scripted
 from scripted.games import GAME_BOTS, Battler, Guard, Hill, Racer, Survivor
 
-__all__ = ["GAME_BOTS", "Battler", "Combat", "CombatNoExplore", "Forage", "ForageNoExplore", "Guard", "Hill", "Meander",
-           "Racer", "Scripted", "Survivor"]
+#: The bots a spec may name (``scripted:NAME``): the tournament runs exactly these in-process, trusted.
+BOTS = ("Meander", "Forage", "Combat", "ForageNoExplore", "CombatNoExplore", "Racer", "Hill", "Battler", "Guard",
+        "Survivor")
+
+__all__ = ["BOTS", "GAME_BOTS", "Battler", "Combat", "CombatNoExplore", "Forage", "ForageNoExplore", "Guard", "Hill",
+           "Meander", "Racer", "Scripted", "Survivor"]

@@ -209,9 +209,10 @@ def test_atomic_writes_get_the_umask_mode(tmp_path):
 
 
 def test_eval_fails_when_the_policy_never_ran(tmp_path, capsys):
-    broken = tmp_path / "truncated.pt"
-    broken.write_bytes(b"PK\x03\x04 truncated")
-    argv = ["eval", "--config", "Small", "--policy", f"ckpt:{broken}", "--ticks", "2", "--episodes", "1",
+    broken = tmp_path / "broken.py"  # its class loads (the spec check passes); building it fails in every episode
+    broken.write_text("class Agent:\n    def __init__(self, config):\n        raise RuntimeError('no weights')\n\n"
+                      "    def act(self, observations):\n        return {}\n")
+    argv = ["eval", "--config", "Small", "--policy", f"{broken}:Agent", "--ticks", "2", "--episodes", "1",
             "--workers", "0", "--quiet", "--out", str(tmp_path / "eval")]
     assert main(argv) == 2
     out = capsys.readouterr().out

@@ -186,3 +186,30 @@ def test_state_is_the_entity_table_and_the_tick():
     second = env.state()
     assert second[-1] == pytest.approx(1 / env.config.HORIZON)
     assert slot_env().state_space == env.state_space
+
+
+@pytest.mark.parametrize("tasks", ["", "foraging"])
+def test_the_array_layout_writes_the_trainer_form_s_vector_and_mask(tasks):
+    """`FlatLayout` (the native env's rows, straight from the engine's arrays) and `Flatten` over the
+    dict form (what `parallel_env` gives) agree element for element: checkpoints read either."""
+    from nmmo.core.layout import from_dicts
+    from nmmo.interfaces.arrays import FlatLayout
+
+    config = nmmo.config.resolve(CONFIG)
+    config.set("TASKS", tasks)
+    env = nmmo.Env(config, seed=3)
+    form = stack(FlatActions(), Flatten())
+    form.observation_space(env.observation_space(1))
+    layout = FlatLayout.of(config)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        views = form.observations(obs)
+        batch = from_dicts(obs, config)
+        rows = layout.write(np.zeros((batch.n, layout.size), np.float32), batch.arrays, batch.ids, batch.tick)
+        masks = layout.write_mask(np.zeros((batch.n, layout.mask_size), np.int8), batch.arrays)
+        assert rows.shape[1] == form.stages[-1]._paths[-1][1].stop
+        for i, agent in enumerate(batch.ids.tolist()):
+            assert np.array_equal(rows[i], views[agent]["observation"]), agent
+            assert np.array_equal(masks[i], views[agent]["action_mask"]), agent
+        obs, *_ = env.step(random_actions(env, obs, rng))

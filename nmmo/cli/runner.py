@@ -102,7 +102,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     run = add_command(sub, "run", "simulate a policy for N ticks and print the metric table")
     add_game_flags(run, "small_maps", "config name, preset or TOML path")
-    run.add_argument("--policy", default="random", help=f"the policy driving every agent: {spec_forms()}")
+    run.add_argument("--policy", default="random", help=f"the policy driving every agent: {spec_forms()}. It runs "
+                     "in this process, unsandboxed, with your privileges: name only code you trust (nmmo eval "
+                     "sandboxes submissions)")
     run.add_argument("--ticks", type=int, default=256, help="ticks to simulate")
     run.add_argument("--seed", type=int, default=0, help="env and policy seed")
     run.add_argument("--record", default=None, metavar="PATH", help="save the run as a replay")

@@ -1,6 +1,13 @@
-"""PufferLib on nmmo: its own PettingZoo emulation over the trainer form, its vector envs, and a
-CleanRL-style PPO loop over them (docs: trainers/pufferlib.md).
+"""PufferLib on nmmo: a native PufferLib env over the engine's vector env, PufferLib's own
+PettingZoo emulation over the trainer form, and a CleanRL-style PPO loop over either (docs:
+trainers/pufferlib.md).
 
+- `NativeEnv`: ``pufferlib.PufferEnv`` over `nmmo.envs.VectorEnv` (any engine, worker processes or
+  Ray), ``num_agents`` = worlds x seats, writing the trainer form's flat vector and its action mask
+  (one float32 Box) straight into PufferLib's buffers from the engine's arrays
+  (`nmmo.interfaces.arrays.FlatLayout`): no per-agent dict anywhere. Run it with
+  ``pufferlib.vector.make(native_creator(...), backend=pufferlib.PufferEnv)``; `train` uses it by
+  default (``route="native"``).
 - `make` / `env_creator`: ``pufferlib.emulation.PettingZooPufferEnv`` around `parallel_env` (8
   seats, ``infos="sparse"``); `unpack` turns PufferLib's packed bytes back into the observation
   vector and the action mask. `vec_env`: ``pufferlib.vector.make`` (Serial or Multiprocessing),
@@ -21,11 +28,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+import numpy as np
 import torch
 
 from nmmo.config import Config, from_toml
+from nmmo.core.actions import flat_action_sizes
+from nmmo.envs.vector import VectorEnv
 from nmmo.integrations import choose, parallel_env, policy_interface, require, resolve, save_weights, stack_views
 from nmmo.interfaces import InterfaceAgent
+from nmmo.interfaces.arrays import FlatLayout
+from nmmo.io import torchzip
 
 require("pufferlib", "pufferlib")
 import pufferlib  # noqa: E402
@@ -42,8 +55,8 @@ from nmmo.integrations.pufferlib_ppo import (  # noqa: E402
     unpack,
 )
 
-__all__ = ["PPOSettings", "Policy", "PufferNmmoEnv", "env_creator", "episode_seeds", "info_numbers", "make",
-           "native_layout", "policy_class", "train", "unpack", "vec_env"]
+__all__ = ["NativeEnv", "PPOSettings", "Policy", "PufferNmmoEnv", "env_creator", "episode_seeds", "info_numbers",
+           "make", "native_creator", "native_layout", "policy_class", "train", "unpack", "vec_env"]
 
 #: The trainer form's infos for PufferLib: only the numbers that apply (PufferLib averages every
 #: number it is given, so "fixed" infos' zeros for lives that did not end would drag the means).
@@ -51,7 +64,122 @@ INFOS = "sparse"
 CHECKPOINT_FORMAT = "nmmo.integrations.pufferlib/1"
 
 
-# ------------------------------------------------------------ env
+# ------------------------------------------------------------ the native env
+class NativeEnv(pufferlib.PufferEnv):
+    """PufferLib's native env over `VectorEnv`: row ``k * PLAYER_N + s`` is seat s of world k.
+
+    Each row's observation is one float32 vector: the trainer form's flat observation (the layout
+    `Flatten` gives `parallel_env`, so checkpoints of either form play on the other) followed by
+    its flat action mask (move, style, target; `native_layout` says where it starts). The seats
+    behave as the trainer form's (`nmmo.interfaces.Slots`): with respawn no seat terminates before
+    the horizon, where every seat is truncated and its world resets at once (the row then holds
+    the new episode); without respawn a seat terminates with its agent and stays masked out
+    (``masks``) until its world resets. A seat whose agent died sees only "stay" and the no-op
+    target allowed, and its action is ignored. `infos` holds one dict per life that ended this
+    step: ``life_ended`` and its lifetime metrics ``life_<metric>`` (the trainer form's sparse
+    infos). `buf` is PufferLib's shared buffers when it passes them."""
+
+    def __init__(self, config: Config | str = "trainers_small", num_envs: int = 4, seed: int = 0,
+                 buf: dict | None = None, *, workers: int = 0, backend: str = "process", engine: str | None = None,
+                 ray_address: str | None = None) -> None:
+        self.config = resolve(config)
+        self.layout = FlatLayout.of(self.config)
+        self._vec_kwargs = {"num_envs": num_envs, "workers": workers, "backend": backend, "engine": engine,
+                            "ray_address": ray_address}
+        self.seed = int(seed)
+        self.vec = VectorEnv(self.config, seed=self.seed, **self._vec_kwargs)
+        self.num_agents = self.vec.rows
+        size = self.layout.size + self.layout.mask_size
+        self.single_observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+        self.single_action_space = gymnasium.spaces.MultiDiscrete(list(flat_action_sizes(self.config)))
+        super().__init__(buf)
+        self.respawn = bool(self.config.PLAYER_RESPAWN and self.config.PLAYER_SPAWN_ATTEMPTS > 0)
+        self._ticks = np.zeros(num_envs, dtype=np.int64)
+        self._mask = self.observations[:, self.layout.size:]
+        move, style, target = flat_action_sizes(self.config)
+        self._empty_mask = np.zeros(self.layout.mask_size, dtype=np.float32)  # stay, any style, no target
+        self._empty_mask[[move - 1, *range(move, move + style), move + style + target - 1]] = 1
+        self.infos: list[dict] = []
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, list[dict]]:
+        """Every world's new episode; a `seed` other than the env's rebuilds its worlds from it."""
+        if seed is not None and int(seed) != self.seed:
+            self.vec.close()
+            self.seed = int(seed)
+            self.vec = VectorEnv(self.config, seed=self.seed, **self._vec_kwargs)
+        obs = self.vec.reset()
+        self._ticks[:] = 0
+        self._write(obs, self.vec.buffers["agent_id"], self.vec.buffers["alive"])
+        self.rewards[:] = 0
+        self.terminals[:] = False
+        self.truncations[:] = False
+        self.masks[:] = True
+        self.infos = []
+        return self.observations, self.infos
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        """Step every world with (rows, 3) integer actions (PufferLib's own action buffer)."""
+        out = self.vec.step(np.asarray(actions).reshape(self.num_agents, 3))
+        self._ticks += 1
+        # the worlds that reset (their rows now hold the new episode): at the horizon, or without
+        # respawn when nobody survived the step (`nmmo.core.rules.nobody_returns`)
+        survived = (self._alive & ~out.terminated).reshape(len(self._ticks), -1).any(axis=1)
+        over = (self._ticks >= self.config.HORIZON) | (~survived & (not self.respawn))
+        self._ticks[over] = 0
+        self._write(out.obs, out.agent_id, out.alive, out.terminated)
+        self.rewards[:] = out.reward
+        ended = np.repeat(over, self.vec.slots)  # every seat of a world that reset, empty ones too
+        if self.respawn:
+            self.terminals[:] = False
+            self.masks[:] = True
+        else:
+            self.terminals[:] = out.terminated
+            self.masks[:] = out.alive | out.terminated | ended
+        np.logical_and(ended, ~self.terminals, out=self.truncations)
+        self.infos = life_infos(out.episodes)
+        return self.observations, self.rewards, self.terminals, self.truncations, self.infos
+
+    def _write(self, obs: dict[str, np.ndarray], agent_id: np.ndarray, alive: np.ndarray,
+               died: np.ndarray | None = None) -> None:
+        """The rows' vectors and masks; a seat without an agent as the trainer form shows it: zeros
+        (the final observation on the step its agent died) and the empty seat's mask."""
+        self._alive = alive.copy()
+        self.layout.write(self.observations, obs, np.where(alive, agent_id, 0),
+                          np.repeat(self._ticks, self.vec.slots))
+        self.layout.write_mask(self._mask, obs)
+        if not alive.all():
+            empty = ~alive
+            self._mask[empty] = self._empty_mask
+            gone = empty if died is None else empty & ~died
+            self.observations[gone, :self.layout.size] = 0
+            self.observations[gone, self.layout.slices["tick"].start] = np.repeat(self._ticks, self.vec.slots)[gone]
+
+    def close(self) -> None:
+        self.vec.close()
+
+
+def life_infos(episodes: np.ndarray) -> list[dict]:
+    """One dict per finished life (a row of `VecStep.episodes`): ``life_ended`` and its metrics."""
+    from nmmo.envs.buffers import METRIC_NAMES
+
+    return [{"life_ended": 1, **{f"life_{name}": float(v) for name, v in zip(METRIC_NAMES, row, strict=False)}}
+            for row in episodes.tolist()]
+
+
+def native_creator(config: Config | str = "trainers_small", num_envs: int = 4,
+                   **kwargs: Any) -> Callable[..., NativeEnv]:
+    """`NativeEnv` bound to a config, with PufferLib's creator signature (``buf``, ``seed``), for
+    ``pufferlib.vector.make(native_creator(...), backend=pufferlib.PufferEnv)``."""
+    cfg = resolve(config)
+    return functools.partial(_native_from_toml, cfg.to_toml(), cfg.name, num_envs, **kwargs)
+
+
+def _native_from_toml(config_toml: str, config_name: str, num_envs: int, buf: dict | None = None, seed: int = 0,
+                      **kwargs: Any) -> NativeEnv:
+    return NativeEnv(from_toml(config_toml, config_name), num_envs, seed, buf, **kwargs)
+
+
+# ------------------------------------------------------------ the emulated env
 class PufferNmmoEnv(pufferlib.emulation.PettingZooPufferEnv):
     """PufferLib's PettingZoo emulation with a reset-seed offset: Multiprocessing with several env
     copies per worker resets copy j of worker i with ``seed + i + j``, so copies of neighbouring
@@ -104,16 +232,29 @@ def episode_seeds(vecenv: Any) -> list[int | None]:
     return [env.env.unwrapped.episode_seed for env in vecenv.envs]
 
 
+#: The envs `train` can run on: the native env (`NativeEnv`) or PufferLib's emulation (`vec_env`).
+ROUTES = ("native", "emulated")
+
+
 def train(config: Config | str = "trainers_small", agent_steps: int = 100_000, seed: int = 0,
-          out: str | Path | None = None, *, n_envs: int = 2, backend: str = "Serial",
+          out: str | Path | None = None, *, n_envs: int = 2, backend: str = "Serial", route: str = "native",
           settings: PPOSettings | None = None, **vec_kwargs: Any) -> dict:
-    """PPO on `n_envs` copies of the trainer form in a PufferLib vector env, until `agent_steps`
-    agent-steps (seats stepped, the rows of PufferLib's auto-reset steps not counted) are collected. Returns the
-    agent-steps, seconds, agent-steps/s and the last losses and lifetime means; with `out`,
-    writes ``out/policy.pt`` (tensors and plain data, for `policy_class`)."""
+    """PPO on `n_envs` worlds until `agent_steps` agent-steps (seats stepped, the rows of auto-reset
+    steps not counted) are collected: on the native env (``route="native"``: `NativeEnv`, its
+    worlds stepped by the engine's vector env; `vec_kwargs` are its ``workers``, ``engine``...)
+    or on PufferLib's emulation of the trainer form (``route="emulated"``: `n_envs` copies in a
+    ``backend`` vector env; `vec_kwargs` go to the backend). Returns the agent-steps, seconds,
+    agent-steps/s and the last losses and lifetime means; with `out`, writes ``out/policy.pt``
+    (tensors and plain data, for `policy_class`; the same file from either route)."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     s = settings or PPOSettings()
     cfg = resolve(config)
-    vecenv = vec_env(n_envs, cfg, backend=backend, seed=seed, **vec_kwargs)
+    if route == "native":
+        vecenv = pufferlib.vector.make(native_creator(cfg, n_envs, **vec_kwargs), env_kwargs={"seed": seed},
+                                       backend=pufferlib.PufferEnv)
+    else:
+        vecenv = vec_env(n_envs, cfg, backend=backend, seed=seed, **vec_kwargs)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small MLP batches: one thread is faster, and leaves the other cores to the envs
     with torch.random.fork_rng(devices=[]):  # seeded sampling without touching the caller's RNG
@@ -123,8 +264,10 @@ def train(config: Config | str = "trainers_small", agent_steps: int = 100_000, s
         finally:
             vecenv.close()
             torch.set_num_threads(threads)
-    result.update(backend=backend if isinstance(backend, str) else backend.__name__, n_envs=n_envs,
+    result.update(route=route, backend=backend if isinstance(backend, str) else backend.__name__, n_envs=n_envs,
                   settings=asdict(s))
+    if route == "native":
+        result.update(backend="native", trainer="CleanRL-style PPO over the native PufferLib env")
     policy = result.pop("policy")
     if out is not None:
         result["checkpoint"] = save(policy, out, cfg, result["agent_steps"])
@@ -161,7 +304,9 @@ class _Actor:
 def policy_class(path: str) -> type:
     """A checkpoint of `train` as a policy class ``Cls(config)`` for the raw env (data-only load)."""
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        data = torchzip.load(path, f"pufferlib:{path}")  # sized before torch inflates anything
+    except torchzip.ArchiveError:
+        raise
     except Exception as err:  # noqa: BLE001 - missing, corrupt or pickled files: one clear refusal
         raise ValueError(f"pufferlib:{path}: not a weights-only checkpoint of this recipe ({err})") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
@@ -190,13 +335,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None)
     parser.add_argument("--n-envs", type=int, default=2)
-    parser.add_argument("--backend", default="Serial", choices=["Serial", "Multiprocessing"])
-    parser.add_argument("--num-workers", type=int, default=None, help="Multiprocessing workers (default: n-envs)")
+    parser.add_argument("--route", default="native", choices=ROUTES,
+                        help="native: NativeEnv over the engine's vector env; emulated: PufferLib's emulation")
+    parser.add_argument("--backend", default="Serial", choices=["Serial", "Multiprocessing"],
+                        help="emulated: PufferLib's vector backend")
+    parser.add_argument("--num-workers", type=int, default=None,
+                        help="emulated: Multiprocessing workers (default: n-envs); native: the vector env's worker "
+                             "processes (default: 0, in this process)")
     args = parser.parse_args(argv)
-    multi = args.backend == "Multiprocessing"
-    vec_kwargs = {"num_workers": args.num_workers or args.n_envs, "overwork": True} if multi else {}
+    if args.route == "native":
+        vec_kwargs = {"workers": args.num_workers or 0}
+    else:
+        multi = args.backend == "Multiprocessing"
+        vec_kwargs = {"num_workers": args.num_workers or args.n_envs, "overwork": True} if multi else {}
     result = train(args.config, args.agent_steps, args.seed, args.out, n_envs=args.n_envs, backend=args.backend,
-                   **vec_kwargs)
+                   route=args.route, **vec_kwargs)
     print(json.dumps(result), flush=True)
     return result
 

@@ -34,9 +34,14 @@ def info_numbers(infos: Sequence[dict]) -> dict[str, list]:
 
 
 # ------------------------------------------------------------ policy
-def native_layout(vecenv_or_env: Any) -> dict | None:
-    """Where PufferLib packed each part of the observation (for `pufferlib.pytorch.nativize_tensor`);
-    None when it did not pack it (``mask=False``: the observation is the float32 Box itself)."""
+def native_layout(vecenv_or_env: Any) -> dict | int | None:
+    """Where each part of the observation lies, for `unpack`: for the native env (`NativeEnv`) the
+    length of the flat vector, after which its action mask starts; for PufferLib's emulation where
+    it packed each part (for `pufferlib.pytorch.nativize_tensor`), or None when it did not pack it
+    (``mask=False``: the observation is the float32 Box itself)."""
+    flat = getattr(vecenv_or_env, "layout", None)
+    if flat is not None and hasattr(flat, "mask_size"):
+        return int(flat.size)
     layout = pufferlib.pytorch.nativize_dtype(vecenv_or_env.emulated)
     return layout if isinstance(layout, dict) else None
 
@@ -65,10 +70,13 @@ class Policy(nn.Module):
         return logits.split(self.kwargs["nvec"], dim=-1), self.critic(hidden).squeeze(-1)
 
 
-def unpack(observations: torch.Tensor, layout: dict | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """PufferLib's packed bytes -> (observation vector, action mask or None)."""
+def unpack(observations: torch.Tensor, layout: dict | int | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The env's observations -> (observation vector, action mask or None): the native env's rows
+    split where the mask starts (`layout` an int), PufferLib's packed bytes unpacked (a dict)."""
     if layout is None:
         return observations, None
+    if isinstance(layout, int):
+        return observations[..., :layout], observations[..., layout:]
     parts = pufferlib.pytorch.nativize_tensor(observations, layout)
     return parts["observation"], parts["action_mask"]
 
@@ -120,8 +128,10 @@ class Collector:
         self.obs = torch.from_numpy(np.array(obs))
         self.terminal = torch.from_numpy(np.array(terminals, dtype=bool))
         self.done = self.terminal | torch.from_numpy(np.array(truncations, dtype=bool))
-        # a done row's action is dropped (the copy resets, or the seat is over): not a transition
-        self.valid = torch.from_numpy(np.array(masks, dtype=bool)) & ~self.done
+        # emulated: a done row's next action is dropped (the copy resets, or the seat is over); native:
+        # a truncated world has reset already, so only a terminated seat's next action is not a transition
+        ended = self.terminal if isinstance(self.layout, int) else self.done
+        self.valid = torch.from_numpy(np.array(masks, dtype=bool)) & ~ended
         for key, values in info_numbers(infos).items():
             self.stats[key].extend(values)
         return np.array(rewards, dtype=np.float32)
@@ -192,7 +202,10 @@ def update(policy: Policy, optimizer: torch.optim.Optimizer, r: Rollout, adv: to
 
 
 def make_policy(vecenv: Any, hidden: int) -> Policy:
-    """A `Policy` sized from the (emulated) vector env."""
+    """A `Policy` sized from the vector env (native or emulated)."""
+    native = native_layout(vecenv)
+    if isinstance(native, int):
+        return Policy(native, [int(n) for n in vecenv.single_action_space.nvec], hidden)
     space = vecenv.driver_env.env_single_observation_space
     obs_size = int(np.prod(space["observation"].shape if "observation" in getattr(space, "spaces", {})
                            else space.shape))

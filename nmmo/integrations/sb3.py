@@ -42,6 +42,7 @@ from gymnasium import spaces
 from nmmo.config import Config
 from nmmo.integrations import parallel_env, policy_interface, require, resolve
 from nmmo.interfaces import InterfaceAgent, slots
+from nmmo.io import torchzip
 from nmmo.io.files import atomic_write_bytes
 
 require("stable_baselines3", "sb3")
@@ -197,10 +198,6 @@ def train(config: Config | str | None = "trainers_small", agent_steps: int = 100
 
 
 # ---------------------------------------------------------------- the way back
-#: The largest member of an SB3 zip that is read (the weights of an MLP policy are a few MB).
-MAX_MEMBER_BYTES = 256 * 2**20
-
-
 def _refuse(path: str, why: str) -> ValueError:
     return ValueError(f"sb3:{path}: {why}")
 
@@ -232,16 +229,15 @@ def read_model(path: str | Path) -> dict[str, Any]:
         raise _refuse(path, "no such file")
     if not zipfile.is_zipfile(path):
         raise _refuse(path, "not a zip file (an SB3 model is the .zip that model.save writes)")
-    with zipfile.ZipFile(path) as archive:
+    # a stranger's zip: every member, and those of policy.pth (itself a torch zip), sized before inflating
+    with torchzip.open_checked(path, f"sb3:{path}") as handle, zipfile.ZipFile(handle) as archive:
         names = set(archive.namelist())
         if POLICY_MEMBER not in names:
             raise _refuse(path, f"the zip has no {POLICY_MEMBER} (is it a model SB3 saved?)")
-        for name in (POLICY_MEMBER, "data"):  # a stranger's zip: no member inflates past a bound
-            if name in names and archive.getinfo(name).file_size > MAX_MEMBER_BYTES:
-                raise _refuse(path, f"{name} would inflate to {archive.getinfo(name).file_size:,} bytes "
-                                    f"(more than {MAX_MEMBER_BYTES:,})")
         try:
-            state = torch.load(io.BytesIO(archive.read(POLICY_MEMBER)), map_location="cpu", weights_only=True)
+            state = torchzip.load(archive.read(POLICY_MEMBER), f"sb3:{path}: {POLICY_MEMBER}")
+        except torchzip.ArchiveError:
+            raise
         except Exception as err:  # noqa: BLE001 - any unreadable member is the same refusal
             raise _refuse(path, f"{POLICY_MEMBER} is not a weights-only state dict ({err})") from None
         try:

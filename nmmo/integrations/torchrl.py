@@ -40,6 +40,7 @@ from nmmo.config import Config
 from nmmo.core.actions import flat_action_sizes
 from nmmo.integrations import parallel_env, policy_interface, require, resolve
 from nmmo.interfaces import agent_class
+from nmmo.io import torchzip
 
 require("torchrl", "torchrl")
 require("tensordict", "torchrl")
@@ -208,9 +209,11 @@ def save_weights(net: PolicyNet, path: str | Path, **extra: int | float | str) -
 def load_weights(path: str | Path) -> PolicyNet:
     """The `PolicyNet` saved at `path` (data only: no pickle); ValueError for anything else."""
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+        saved = torchzip.load(path, f"torchrl: {str(path)!r}")  # sized before torch inflates anything
     except FileNotFoundError:
         raise ValueError(f"torchrl: no weights file at {str(path)!r}") from None
+    except torchzip.ArchiveError:
+        raise
     except Exception as err:  # a corrupt file, a pickle of objects, not a torch file
         raise ValueError(f"torchrl: {str(path)!r} is not a weights file of nmmo.integrations.torchrl "
                          f"(torch.load(weights_only=True) failed: {err})") from None

@@ -53,8 +53,8 @@ class Param:
         """The canonical value of a spec's argument; raises ValueError saying what was expected."""
         if self.kind in ("int", "float"):
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if self.kind == "int":
-                ok = ok and float(value).is_integer()
+            if self.kind == "int":  # not float(value): a 400-digit int overflows it
+                ok = ok and (isinstance(value, int) or value.is_integer())
             if not ok:
                 raise ValueError(f"expected {'an integer' if self.kind == 'int' else 'a number'}, got {value!r}")
             if not self.low <= value <= self.high:

@@ -25,18 +25,36 @@ best: 1 when k of them are satisfied). A node is an inline table with the same k
 set its own ``subject``). Loading reads the file with tomllib or json and nothing else: a name
 that is not a registered predicate (a "module:function", say) is refused, as is any unknown
 field. Errors are ValueErrors naming the file, the task (index and name) and the field.
+
+A task file may come from anyone, so it is bounded before it is parsed (`MAX_TASK_FILE_BYTES`,
+`MAX_TASKS`, `MAX_DEPTH`, `MAX_INT`, `MAX_MAGNITUDE`): its size by ``stat`` before a byte is read,
+then what tomllib would take quadratic time on, then every value (depth, integer size, finite
+floats) before any task is read. Loading is linear in the file's size.
 """
 
 from __future__ import annotations
 
-import json
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from nmmo.tasks import registry
+from nmmo.tasks.bounds import (  # noqa: F401 - the caps, re-exported: a task file's limits
+    MAX_DEPTH,
+    MAX_HOLD,
+    MAX_INT,
+    MAX_MAGNITUDE,
+    MAX_TASK_FILE_BYTES,
+    MAX_TASKS,
+    check_values,
+    field_name,
+    no_cycle_collection,
+    parse_file,
+    prescan_toml,
+    read_bounded,
+    show,
+)
 from nmmo.tasks.core import REQUIRED, SUBJECTS, Param
 
 KINDS = ("task", "ongoing", "hold")
@@ -145,12 +163,11 @@ def load_task_set(name_or_path: str | Path) -> TaskSet:
     path = sets[str(name_or_path)] if str(name_or_path) in sets else Path(name_or_path)
     if not path.is_file():
         raise ValueError(f"no task set {str(name_or_path)!r}: not a file, nor a shipped set ({', '.join(sets)})")
-    text = path.read_text()
-    try:
-        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise ValueError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {err}") from None
-    return task_set_from_data(data, str(path), default_name=path.stem)
+    raw = read_bounded(path)
+    if path.suffix != ".json":
+        prescan_toml(raw, path)
+    with no_cycle_collection():
+        return task_set_from_data(parse_file(raw, path), str(path), default_name=path.stem)
 
 
 def task_set_from_data(data: Any, source: str = "<data>", default_name: str = "") -> TaskSet:
@@ -161,17 +178,24 @@ def task_set_from_data(data: Any, source: str = "<data>", default_name: str = ""
         raise ValueError(f"{source}: expected a table with a 'task' list, got {type(data).__name__}")
     unknown = sorted(set(data) - {"name", "description", "task"})
     if unknown:
-        raise ValueError(f"{source}: unknown field {unknown[0]!r} (a task set has name, description and task)")
+        raise ValueError(f"{source}: unknown field {show(unknown[0])} (a task set has name, description and task)")
+    for key in ("name", "description"):
+        if not isinstance(data.get(key, ""), str):
+            raise ValueError(f"{source}: field {key!r}: expected a string, got {show(data[key])}")
     tasks = data.get("task")
     if not isinstance(tasks, list) or not tasks:
         raise ValueError(f"{source}: field 'task': expected a non-empty list of task tables")
-    specs = tuple(parse_task(entry, source, i) for i, entry in enumerate(tasks))
-    names = [spec.name for spec in specs]
-    for i, spec_name in enumerate(names):
-        if names.index(spec_name) != i:
-            first = names.index(spec_name)
-            raise ValueError(f"{source}: task {i} ({spec_name!r}): field 'name': task {first} has it too")
-    return TaskSet(specs, str(data.get("name", default_name)), source, str(data.get("description", "")))
+    if len(tasks) > MAX_TASKS:
+        raise ValueError(f"{source}: field 'task': {len(tasks)} tasks, over the {MAX_TASKS} a task set may have "
+                         "(MAX_TASKS)")
+    with no_cycle_collection():
+        specs = tuple(parse_task(entry, source, i) for i, entry in enumerate(tasks))
+    first: dict[str, int] = {}  # name -> index: linear, where list.index made 40k tasks take 30 s
+    for i, spec in enumerate(specs):
+        if first.setdefault(spec.name, i) != i:
+            raise ValueError(f"{source}: task {i} ({show(spec.name)}): field 'name': task {first[spec.name]} "
+                             "has it too")
+    return TaskSet(specs, data.get("name", default_name), source, data.get("description", ""))
 
 
 def parse_task(entry: Any, source: str = "<data>", index: int = 0) -> TaskSpec:
@@ -179,26 +203,27 @@ def parse_task(entry: Any, source: str = "<data>", index: int = 0) -> TaskSpec:
     name = entry.get("name", f"task{index}") if isinstance(entry, dict) else f"task{index}"
 
     def fail(where: str, message: str) -> ValueError:
-        return ValueError(f"{source}: task {index} ({name!r}): field {where!r}: {message}")
+        return ValueError(f"{source}: task {index} ({show(name)}): field {where!r}: {message}")
 
     if not isinstance(entry, dict):
         raise ValueError(f"{source}: task {index}: expected a table, got {type(entry).__name__}")
+    check_values(entry, fail)
     if not isinstance(name, str) or not name:
-        raise fail("name", f"expected a non-empty string, got {name!r}")
+        raise fail("name", f"expected a non-empty string, got {show(name)}")
     for key in entry:
         if key not in _TASK_KEYS:
             raise fail(key, f"unknown field; a task has {', '.join(sorted(_TASK_KEYS))}")
     reward_to = _choice(entry.get("reward_to", "agent"), REWARD_TO, "reward_to", fail)
     subject = _choice(entry.get("subject", "team" if reward_to == "team" else "agent"), SUBJECTS, "subject", fail)
     kind = _choice(entry.get("type", "task"), KINDS, "type", fail)
-    hold = _number(entry.get("hold", 0), "hold", fail, integer=True)
+    hold = _number(entry.get("hold", 0), "hold", fail, high=MAX_HOLD, integer=True)
     if (kind == "hold") != (hold > 0):
-        raise fail("hold", "type 'hold' needs hold > 0 ticks; other types take none" if hold >= 0 else "expected >= 0")
-    reward = _number(entry.get("reward", 1.0), "reward", fail, low=-1e6)
+        raise fail("hold", "type 'hold' needs hold > 0 ticks; other types take none")
+    reward = _number(entry.get("reward", 1.0), "reward", fail, low=-MAX_MAGNITUDE)
     weight = _number(entry.get("weight", 1.0), "weight", fail)
     tags = entry.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        raise fail("tags", f"expected a list of strings, got {tags!r}")
+        raise fail("tags", f"expected a list of strings, got {show(tags)}")
     node_table = {key: entry[key] for key in _NODE_KEYS if key in entry}
     if "subject" in node_table:
         del node_table["subject"]  # the task's subject is the default of every leaf
@@ -218,7 +243,7 @@ def parse_node(table: Any, fail) -> Node:
 
 def _node(table: Any, path: str, fail) -> Node:
     if not isinstance(table, dict):
-        raise fail(path or "predicate", f"expected a table (a predicate or a combination), got {table!r}")
+        raise fail(path or "predicate", f"expected a table (a predicate or a combination), got {show(table)}")
     for key in table:
         if key not in _NODE_KEYS:
             raise fail(f"{path}{key}", f"unknown field; a node has {', '.join(sorted(_NODE_KEYS))}")
@@ -236,18 +261,18 @@ def _node(table: Any, path: str, fail) -> Node:
     key = "of" if op == "at_least" else op
     items = table.get(key)
     if not isinstance(items, list) or not items:
-        raise fail(f"{path}{key}", f"expected a non-empty list of nodes, got {items!r}")
+        raise fail(f"{path}{key}", f"expected a non-empty list of nodes, got {show(items)}")
     children = tuple(_node(item, f"{path}{key}[{i}].", fail) for i, item in enumerate(items))
     if op == "sum":
         weights = table.get("weights", [1.0] * len(children))
-        if (not isinstance(weights, list) or len(weights) != len(children)
-                or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights)):
-            raise fail(f"{path}weights", f"expected {len(children)} numbers, got {weights!r}")
+        if not isinstance(weights, list) or len(weights) != len(children) or not all(map(_weight, weights)):
+            raise fail(f"{path}weights", f"expected {len(children)} numbers, each finite and within "
+                                         f"+-{MAX_MAGNITUDE:g}, got {show(weights)}")
         return Node("sum", children=children, weights=tuple(float(w) for w in weights))
     if op == "at_least":
         k = table["at_least"]
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(children):
-            raise fail(f"{path}at_least", f"expected an integer in [1, {len(children)}], got {k!r}")
+            raise fail(f"{path}at_least", f"expected an integer in [1, {len(children)}], got {show(k)}")
         return Node("at_least", children=children, n=k)
     return Node(op, children=children)
 
@@ -256,17 +281,17 @@ def _leaf(table: dict, path: str, fail) -> Node:
     name = table["predicate"]
     where = f"{path}predicate"
     if not isinstance(name, str):
-        raise fail(where, f"expected a predicate name, got {name!r}")
+        raise fail(where, f"expected a predicate name, got {show(name)}")
     if ":" in name or "." in name or "/" in name:
-        raise fail(where, f"{name!r} names a Python object; task files name registered predicates only "
+        raise fail(where, f"{show(name)} names a Python object; task files name registered predicates only "
                           f"({', '.join(registry.known())})")
     cls = registry.lookup(name)
     if cls is None:
-        raise fail(where, f"unknown predicate {name!r}; known: {', '.join(registry.known())} (register new ones "
+        raise fail(where, f"unknown predicate {show(name)}; known: {', '.join(registry.known())} (register new ones "
                           "through the nmmo.predicates entry-point group)")
     args = table.get("args", {})
     if not isinstance(args, dict):
-        raise fail(f"{path}args", f"expected a table of arguments, got {args!r}")
+        raise fail(f"{path}args", f"expected a table of arguments, got {show(args)}")
     params = {param.name: param for param in cls.params}
     for key in args:
         if key not in params:
@@ -294,16 +319,27 @@ def _argument(param: Param, args: dict, where: str, fail) -> Any:
 def _choice(value: Any, choices: tuple[str, ...], where: str, fail) -> str:
     value = {"all_foes": "foes", "my_team_leader": "leader"}.get(value, value) if isinstance(value, str) else value
     if value not in choices:
-        raise fail(where, f"expected one of {', '.join(choices)}, got {value!r}")
+        raise fail(where, f"expected one of {', '.join(choices)}, got {show(value)}")
     return value
 
 
-def _number(value: Any, where: str, fail, low: float = 0.0, integer: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not float(value).is_integer()):
-        raise fail(where, f"expected {'an integer' if integer else 'a number'}, got {value!r}")
-    if not low <= value < float("inf"):
-        raise fail(where, f"expected a finite value >= {low}, got {value!r}")
+def _number(value: Any, where: str, fail, low: float = 0.0, high: float = MAX_MAGNITUDE,
+            integer: bool = False) -> float:
+    """`value` as a number in [low, high] (NaN is in no range); an integer when `integer`."""
+    if not _is_number(value) or (integer and isinstance(value, float) and not value.is_integer()):
+        raise fail(where, f"expected {'an integer' if integer else 'a number'}, got {show(value)}")
+    if not low <= value <= high:
+        raise fail(where, f"expected a finite value >= {low:g} and <= {high:g}, got {show(value)}")
     return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _weight(value: Any) -> bool:
+    """A sum weight: finite, within +-MAX_MAGNITUDE (so is its product over the sums above it)."""
+    return _is_number(value) and -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE
 
 
 def _check_no_agent(spec: TaskSpec, fail) -> None:

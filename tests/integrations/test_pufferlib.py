@@ -94,9 +94,95 @@ def test_multiprocessing_copies_get_their_own_seeds():
     assert len({copy.tobytes() for copy in got}) == 4
 
 
+def native_actions(env, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random allowed action per row, from the mask inside the native env's observation."""
+    mask = np.asarray(obs)[:, env.layout.size:]
+    parts = np.split(mask, np.cumsum(env.single_action_space.nvec)[:-1], axis=1)
+    return np.stack([np.argmax(part + rng.random(part.shape), axis=1) for part in parts], axis=1).astype(np.int32)
+
+
+def test_native_env_seats_respawn_horizon_masks_and_life_infos():
+    """The native env as `pufferlib.vector.make(..., backend=PufferEnv)` runs it, through the horizon:
+    the trainer form's seats (tested as the emulated env above is), its rows the engine's."""
+    env = pufferlib.vector.make(puffer.native_creator(CONFIG, 2), env_kwargs={"seed": 7}, backend=pufferlib.PufferEnv)
+    assert isinstance(env, puffer.NativeEnv) and env.num_agents == 2 * SEATS
+    assert env.single_observation_space.shape == (env.layout.size + 5 + 3 + CONFIG.PLAYER_N_OBS + 1,)
+    env.async_reset(7)
+    obs = env.recv()[0]
+    rng, stats, truncated_at, empty_seen = np.random.default_rng(0), defaultdict(list), [], 0
+    for step in range(150):
+        env.send(native_actions(env, obs, rng))
+        obs, rewards, terminals, truncations, _, infos, _, masks = env.recv()
+        assert np.isfinite(rewards).all() and not terminals.any() and masks.all()  # respawn: seats never end
+        engine = env.vec.buffers
+        flat_mask = np.concatenate([engine["move_mask"], engine["style_mask"], engine["target_mask"]], axis=1)
+        alive = engine["alive"]
+        assert np.array_equal(obs[alive, env.layout.size:], flat_mask[alive])  # the engine's masks, as they are
+        if not alive.all():  # a seat between lives: only "stay", any style, the no-op target; AgentId 0
+            empty_seen += 1
+            empty_mask = np.r_[[0, 0, 0, 0, 1], [1, 1, 1], [0] * CONFIG.PLAYER_N_OBS, 1]
+            assert (obs[~alive, env.layout.size:] == empty_mask).all()
+            assert (obs[~alive, env.layout.slices["agent_id"]] == 0).all()
+            gone = ~alive & ~engine["terminated"]  # no final observation to show: zeros
+            assert not obs[gone][:, env.layout.slices["entity"]].any()
+        if truncations.all():
+            truncated_at.append(step)
+            assert (obs[:, env.layout.slices["tick"]] == 0).all()  # the rows hold the new episode
+        for key, values in puffer.info_numbers(infos).items():
+            stats[key].extend(values)
+    env.close()
+    assert len(truncated_at) == 1 and truncated_at[0] < CONFIG.HORIZON and empty_seen
+    assert stats["life_ended"] and set(stats["life_ended"]) == {1.0}
+    assert len(stats["life_lifetime"]) == len(stats["life_ended"])
+    assert all(1 <= lifetime <= CONFIG.HORIZON for lifetime in stats["life_lifetime"])
+
+
+def test_native_env_without_respawn_ends_each_seat_with_its_agent():
+    config = nmmo.config.resolve("trainers_small")
+    config.set("PLAYER_RESPAWN", False)
+    env = puffer.NativeEnv(config, 1, seed=3)
+    obs, _ = env.reset(3)
+    rng, ended, resets = np.random.default_rng(3), np.zeros(SEATS, bool), 0
+    for _ in range(config.HORIZON + 5):
+        live = env.masks.copy()
+        obs, rewards, terminals, truncations, _ = env.step(native_actions(env, obs, rng))
+        assert not (terminals & truncations).any() and not (terminals & ~live).any()  # a seat ends once
+        if (obs[:, env.layout.slices["tick"]] == 0).all():  # nobody left (or the horizon): the world reset
+            resets += 1
+            assert env.masks.all() and (terminals | truncations).all()
+            ended[:] = False
+        else:
+            assert np.array_equal(env.masks, ~ended)  # a seat ending now still counts; then it is out
+            ended |= terminals
+    env.close()
+    assert resets >= 1
+
+
+def test_no_per_agent_dict_between_the_engine_and_the_native_env(monkeypatch):
+    """Neither dict translation runs for the native env; the trainer form needs both (the control)."""
+    import nmmo.envs.env
+    from nmmo.integrations import parallel_env
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a per-agent dict translation ran")
+
+    for module, name in ((nmmo.envs.env, "to_dicts"), (nmmo.envs.env, "parse_actions"),
+                         (nmmo.core.layout, "to_dicts"), (nmmo.core.actions, "parse_actions")):
+        monkeypatch.setattr(module, name, refuse)
+    env = puffer.NativeEnv(CONFIG, 2, seed=1)
+    obs, _ = env.reset(1)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        obs, *_ = env.step(native_actions(env, obs, rng))
+    env.close()
+    with pytest.raises(AssertionError, match="per-agent dict"):
+        parallel_env(CONFIG, seed=1).reset(seed=1)
+
+
 def test_train_tiny_budget_returns_sane_numbers_and_a_playable_checkpoint(tmp_path):
     threads, rng_state = torch.get_num_threads(), torch.get_rng_state()
     result = puffer.train(CONFIG, agent_steps=512, seed=0, out=tmp_path, settings=puffer.PPOSettings(steps=16))
+    assert result["route"] == "native"
     assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng_state)
     assert 512 <= result["agent_steps"] <= 512 + 16 * 2 * SEATS  # whole rollouts of 16 steps x 16 seats
     assert result["seconds"] > 0
@@ -115,6 +201,18 @@ def test_train_tiny_budget_returns_sane_numbers_and_a_playable_checkpoint(tmp_pa
         assert set(actions) == set(obs)
         obs, _, _, _, infos = env.step(actions)
         assert not any(info.get("invalid_actions") for info in infos.values())
+
+    from evaluation.submission import SubprocessPolicy, make_handle  # a checkpoint file is a submission
+
+    handle = make_handle(f"pufferlib:{result['checkpoint']}", CONFIG)
+    assert isinstance(handle, SubprocessPolicy)
+    handle.reset(0)
+    try:
+        handle.submit({a: o for a, o in obs.items() if a in env.agents})
+        assert set(handle.collect()) == set(env.agents)
+    finally:
+        handle.close()
+    assert handle.faults.messages == []
 
 
 def test_policy_class_refuses_other_files(tmp_path):
