@@ -142,11 +142,12 @@ def spec_forms() -> str:
         f", {schemes}" if schemes else "")
 
 
-#: Schemes whose loaders read weights only (``torch.load(weights_only=True)``, `baselines.checkpoint`,
-#: and the trainer recipes' `nmmo.integrations.sb3`, `.torchrl` and `.pufferlib`).
-DATA_SCHEMES = ("ckpt", "baseline", "sb3", "torchrl", "pufferlib")
+#: Schemes whose loaders read weights only (``torch.load(weights_only=True)`` after `nmmo.io.torchzip`
+#: sized the file, `baselines.checkpoint`, and the trainer recipes' `nmmo.integrations.sb3`,
+#: `.torchrl`, `.pufferlib` and `.rllib_weights`).
+DATA_SCHEMES = ("ckpt", "baseline", "sb3", "torchrl", "pufferlib", "rllib")
 #: Schemes whose argument is a file path (a submission's worker reads that file and nothing beside it).
-PATH_SCHEMES = ("ckpt", "sb3", "torchrl", "pufferlib")
+PATH_SCHEMES = ("ckpt", "sb3", "torchrl", "pufferlib", "rllib")
 #: Shipped packages whose classes a file may name as ``PACKAGE:Class`` (the scripted bots).
 SHIPPED_MODULES = ("scripted",)
 

@@ -65,15 +65,13 @@ def _play(env, ticks, seed=0):
     return steps
 
 
-def test_lifetime_metrics_arrive_under_life_and_the_old_key_warns():
+def test_lifetime_metrics_arrive_under_life_and_never_under_episode():
+    """SB3 and gymnasium's wrappers read "episode" as their own {r, l, t}: the raw env never emits it."""
     env = raw_env()
     lives = [info for *_, infos in _play(env, 127) for info in infos.values() if "life" in info]
     assert lives and all(set(nmmo.interfaces.EPISODE_METRICS) <= set(info["life"]) for info in lives)
-    with pytest.warns(DeprecationWarning, match=r'infos\[agent\]\["life"\]'):
-        assert lives[0]["episode"] is lives[0]["life"]
-    env.legacy_episode_key = False  # what the trainer form does: SB3 reads "episode" as its own {r, l, t}
-    later = [info for *_, infos in _play(env, 127) for info in infos.values() if "life" in info]
-    assert later and not any("episode" in info for info in later)
+    assert not any("episode" in info for *_, infos in _play(env, 127) for info in infos.values())
+    assert not hasattr(env, "legacy_episode_key")
 
 
 def test_infos_hold_numbers_only_and_no_mask_is_ever_all_zeros():

@@ -127,8 +127,6 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         #: infos hold numbers only (PettingZoo-to-tensor wrappers need that); True adds the reasons
         #: for dropped sub-actions as strings under ``"invalid_action_details"``
         self.info_details = info_details
-        #: also give lifetime metrics under the deprecated "episode" key (removed in the next release)
-        self.legacy_episode_key = True
         self._clear_points()
 
     # -------------------------------------------------------------- reset

@@ -11,7 +11,6 @@ achievement points / `nmmo.core.metrics.REWARD_SCALE` when REWARD_ACHIEVEMENT is
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,32 +72,6 @@ def mix_rewards(config: Config, values: np.ndarray, earned: np.ndarray | None, t
 
 #: Where an agent's lifetime metrics arrive in its infos when its life ends (death or horizon).
 LIFE_KEY = "life"
-#: The key they arrived under until 0.2, which SB3 and gymnasium's wrappers reserve for their own
-#: episode statistics (``{"r", "l", "t"}``): an alias of LIFE_KEY for one release, warning when read.
-LEGACY_LIFE_KEY = "episode"
-
-
-class Info(dict):
-    """One agent's infos: a plain dict, except that reading the deprecated ``"episode"`` key warns
-    (it is LIFE_KEY's alias, present only while ``env.legacy_episode_key`` is on)."""
-
-    def __getitem__(self, key):
-        if key == LEGACY_LIFE_KEY:
-            _warn_legacy_key()
-        return dict.__getitem__(self, key)
-
-    def get(self, key, default=None):
-        if key == LEGACY_LIFE_KEY:
-            _warn_legacy_key()
-        return dict.get(self, key, default)
-
-
-def _warn_legacy_key() -> None:
-    warnings.warn(f'infos[agent]["{LEGACY_LIFE_KEY}"] is deprecated and goes in the next release: read '
-                  f'infos[agent]["{LIFE_KEY}"] (the same metrics; trainers such as SB3 reserve "episode"), or '
-                  "set env.legacy_episode_key = False to drop the alias now", DeprecationWarning, stacklevel=3)
-
-
 def problem_infos(problems: dict, details: bool) -> dict:
     """What infos say about an agent's dropped sub-actions: numbers (how many were invalid, 1 when
     an attack was out of reach), and with `details` the reasons as strings."""
@@ -117,7 +90,7 @@ def problem_infos(problems: dict, details: bool) -> dict:
 class Outcomes:
     """The accounting half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the
     env keeps: ``config``, ``realm``, ``n_slots``, ``done``, ``report_achievements``, the last
-    observations ``_obs``, the info switches ``info_details`` and ``legacy_episode_key``, the user
+    observations ``_obs``, the info switch ``info_details``, the user
     hooks ``reward(agent_id)`` and ``log(agent_id)`` and whether they are custom (``_custom_reward``,
     ``_custom_log``). It keeps the achievement ledgers ``_points_paid`` and ``_points_owner`` (per
     slot; the fused engine copies them)."""
@@ -166,7 +139,7 @@ class Outcomes:
         terminations = dict(zip(ids, is_dead.tolist(), strict=True))
         truncate = self.done
         truncations = dict(zip(ids, (~is_dead & truncate).tolist(), strict=True))
-        infos: dict[int, dict] = {aid: Info() for aid in ids}
+        infos: dict[int, dict] = {aid: {} for aid in ids}
         self._add_task_infos(infos, slots, ids)
         for aid, problems in invalid.items():
             if aid in infos:
@@ -180,8 +153,7 @@ class Outcomes:
 
     def _add_episode_infos(self, infos: dict, slots: np.ndarray) -> None:
         """``infos[agent]["life"]``: the lifetime metrics of the agents in `slots`, whose lives
-        ended this step, plus what `log` adds (also under the deprecated "episode" while
-        ``legacy_episode_key`` is on)."""
+        ended this step, plus what `log` adds."""
         state = self.realm.state
         metrics = lifetime_metrics(state, slots)
         ids = state.entities.id[slots].tolist()
@@ -189,10 +161,7 @@ class Outcomes:
             episode = {name: values[i].item() for name, values in metrics.items()}
             if self._custom_log:
                 episode.update(self.log(aid))
-            info = infos.setdefault(aid, Info())
-            info[LIFE_KEY] = episode
-            if self.legacy_episode_key:
-                info[LEGACY_LIFE_KEY] = episode
+            infos.setdefault(aid, {})[LIFE_KEY] = episode
 
     def _array_outcome(self, ids_before: np.ndarray, alive_before: np.ndarray, result: TickResult) -> BatchStep:
         """`step_arrays`' result, given each slot's agent id and liveness before the tick: which

@@ -47,10 +47,8 @@ def policy_interface(mask: bool = True) -> Stack:
 def parallel_env(config: Config | str | None = None, seed: int | None = None, *, mask: bool = True,
                  infos: str = "fixed", name: str | None = "player_{}", **env_kwargs: Any) -> InterfaceEnv:
     """The trainer form of ``nmmo.Env(config, seed, **env_kwargs)``: a PettingZoo ParallelEnv with
-    a fixed set of agents, flat observations, MultiDiscrete actions, numeric infos and `state()`.
-    The deprecated "episode" infos key is off (SB3 reserves it)."""
+    a fixed set of agents, flat observations, MultiDiscrete actions, numeric infos and `state()`."""
     env = Env(config, seed=seed, **env_kwargs)
-    env.legacy_episode_key = False
     return InterfaceEnv(env, make_interface(env.config, mask=mask, infos=infos, name=name))
 
 

@@ -14,8 +14,10 @@ Env config keys (RLlib's ``env_config``): ``config`` (a config name, TOML path o
 ``trainers_small``), ``seed`` (the base seed: env runner i seeds its env with ``seed + i``) and
 ``mask`` (default False).
 
-Checkpoints are RLlib's own (`Algorithm.save_to_path`: pickles), for RLlib to restore; they do not
-come back into ``nmmo eval`` or tournaments, whose submissions load data only, never pickles.
+Checkpoints are RLlib's own (`Algorithm.save_to_path`: pickles), for RLlib to restore. To play a
+trained policy in ``nmmo eval`` or a tournament, whose submissions load data only, its owner exports
+the shared policy's actor as weights (`export`, ``python -m nmmo.integrations.rllib export CKPT
+OUT``): ``rllib:OUT`` then plays it, in the sandbox, without Ray (`nmmo.integrations.rllib_weights`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -44,8 +47,8 @@ from ray.rllib.env.env_context import EnvContext  # noqa: E402
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv  # noqa: E402
 from ray.tune.registry import register_env  # noqa: E402
 
-__all__ = ["ENV_NAME", "POLICY_ID", "MaskedObservations", "agent_steps_of", "env_creator", "env_seed", "ppo_config",
-           "register", "shared_policy", "train"]
+__all__ = ["ENV_NAME", "POLICY_ID", "MaskedObservations", "agent_steps_of", "env_creator", "env_seed", "export",
+           "ppo_config", "register", "shared_policy", "train"]
 
 #: The name `register` gives the env in RLlib's registry.
 ENV_NAME = "nmmo"
@@ -191,8 +194,77 @@ def _train_loop(algo: Algorithm, agent_steps: int, log: Callable[[str], None]) -
             "iterations": iterations, "episode_return_mean": returns if np.isfinite(returns) else None}
 
 
+# ------------------------------------------------------------ the way back
+def export(checkpoint: str | os.PathLike, out: str | os.PathLike, policy: str = POLICY_ID) -> str:
+    """The actor of `policy` in an RLlib checkpoint (`train`'s, RLlib's default PPO module) as a
+    weights file ``rllib:OUT`` plays (`nmmo.integrations.rllib_weights`). Run by the checkpoint's
+    owner: restoring it unpickles, as RLlib does. Refuses a module it cannot rebuild exactly (the
+    rebuilt actor must give the module's logits on random observations)."""
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from nmmo.integrations import rllib_weights, save_weights
+
+    where = os.path.join(os.path.abspath(checkpoint), "learner_group", "learner", "rl_module", policy)
+    if not os.path.isdir(where):
+        raise ValueError(f"{checkpoint}: no module {policy!r} in this RLlib checkpoint (looked for {where})")
+    module = RLModule.from_checkpoint(where)
+    layers = _actor_layers(module)
+    obs_size = int(layers[0]["weight"].shape[1])
+    nvec = [int(n) for n in module.action_space.nvec]
+    data = {"format": rllib_weights.FORMAT, "layers": layers, "nvec": nvec, "obs_size": obs_size,
+            "checkpoint": os.path.basename(os.path.abspath(checkpoint))}
+    rllib_weights.check(data, str(out))
+    obs = torch.from_numpy(rllib_weights.random_observations(obs_size))
+    with torch.no_grad():
+        expected = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+        got = rllib_weights.actor_logits(layers, obs)
+    if not torch.allclose(got, expected, rtol=1e-4, atol=1e-4):
+        raise ValueError(f"{checkpoint}: module {policy!r} is not the default PPO MLP this export rebuilds "
+                         f"(logits differ by {float((got - expected).abs().max()):.3g})")
+    return str(save_weights(data, out))
+
+
+def _actor_layers(module: Any) -> list[dict]:
+    """The Linear layers of the module's actor, in order (its encoder's, then its action head's),
+    each with the activation after it (RLlib's MLPs: every encoder layer activated; the head's hidden
+    layers too, its output not)."""
+    import torch
+
+    encoder = getattr(module.encoder, "actor_encoder", None) or getattr(module.encoder, "encoder", None)
+    if encoder is None or not hasattr(module, "pi"):
+        raise ValueError(f"the module ({type(module).__name__}) has no MLP actor encoder and action head")
+    config = getattr(module, "model_config", None) or {}
+    layers = []
+    for part, activation, last_plain in ((encoder, config.get("fcnet_activation", "tanh"), False),
+                                         (module.pi, config.get("head_fcnet_activation", "relu"), True)):
+        linears = [m for m in part.modules() if isinstance(m, torch.nn.Linear)]
+        others = [m for m in part.modules() if not list(m.children()) and not isinstance(
+            m, (torch.nn.Linear, torch.nn.Tanh, torch.nn.ReLU, torch.nn.SiLU, torch.nn.ELU, torch.nn.Identity))]
+        if not linears or others:
+            names = [type(m).__name__ for m in others]
+            raise ValueError(f"the module's {type(part).__name__} is not a plain MLP ({names})")
+        for i, linear in enumerate(linears):
+            plain = last_plain and i == len(linears) - 1
+            layers.append({"weight": linear.weight.detach().clone(), "bias": linear.bias.detach().clone(),
+                           "activation": None if plain else activation})
+    return layers
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m nmmo.integrations.rllib``: `train`, then the result as one JSON line."""
+    """``python -m nmmo.integrations.rllib``: `train`, then the result as one JSON line;
+    ``python -m nmmo.integrations.rllib export CKPT OUT``: `export`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["export"]:
+        exporter = argparse.ArgumentParser(prog="python -m nmmo.integrations.rllib export",
+                                           description=export.__doc__.split("\n\n")[0])
+        exporter.add_argument("checkpoint", help="an RLlib checkpoint directory (train's --out)")
+        exporter.add_argument("out", help="the weights file to write (play it as rllib:OUT)")
+        exporter.add_argument("--policy", default=POLICY_ID, help="the module to export")
+        args = exporter.parse_args(argv[1:])
+        print(json.dumps({"exported": export(args.checkpoint, args.out, args.policy)}), flush=True)
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--agent-steps", type=int, default=20_000)

@@ -113,7 +113,8 @@ def test_masked_ppo_samples_only_allowed_actions(ray_session, one_torch_thread):
     assert checked == 32 * 8
 
 
-def test_train_reports_agent_steps_and_saves_a_checkpoint(ray_session, tmp_path, capsys):
+def test_train_reports_agent_steps_and_saves_a_checkpoint_that_exports_and_plays_sandboxed(ray_session, tmp_path,
+                                                                                          capsys):
     result = nmmo_rllib.train(CONFIG, agent_steps=1, seed=1, out=str(tmp_path / "ckpt"), train_batch_size=32,
                               minibatch_size=32, num_epochs=1)
     assert result["agent_steps"] == 32 * 8 and result["iterations"] == 1
@@ -121,3 +122,34 @@ def test_train_reports_agent_steps_and_saves_a_checkpoint(ray_session, tmp_path,
     json.dumps(result, allow_nan=False)  # the CLI's last line is strict JSON
     assert json.loads((tmp_path / "ckpt" / "rllib_checkpoint.json").read_text())  # RLlib's own checkpoint
     assert "iteration 1 agent_steps 256" in capsys.readouterr().out
+
+    # the way back: the owner exports the actor as weights (checked against the module's own logits)
+    import nmmo
+    from evaluation.submission import SubprocessPolicy, make_handle
+    from nmmo.policy import is_data_spec, load_policy_class
+
+    nmmo_rllib.main(["export", str(tmp_path / "ckpt"), str(tmp_path / "actor.pt")])
+    spec = f"rllib:{tmp_path / 'actor.pt'}"
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["exported"] == str(tmp_path / "actor.pt")
+    assert is_data_spec(spec)
+    config = nmmo.config.resolve(CONFIG)
+    local = load_policy_class(spec)(config)
+    handle = make_handle(spec, config)
+    assert isinstance(handle, SubprocessPolicy)  # a weights file is a submission: it plays in the sandbox
+    env = nmmo.Env(config, seed=2)
+    obs, _ = env.reset()
+    handle.reset(4)
+    local.reset(4)
+    try:
+        for _ in range(3):
+            live = {a: o for a, o in obs.items() if a in env.agents}
+            handle.submit(live)
+            actions = handle.collect()
+            assert actions == local.act(live) and set(actions) == set(live)
+            obs, _, _, _, infos = env.step(actions)
+            assert not any(info.get("invalid_actions") for info in infos.values())  # masked at play
+    finally:
+        handle.close()
+    assert handle.faults.messages == []
+    with pytest.raises(ValueError, match="no module"):
+        nmmo_rllib.export(tmp_path / "ckpt", tmp_path / "other.pt", policy="nobody")
