@@ -103,12 +103,13 @@ def versions(name: str) -> str:
 
 
 # ------------------------------------------------------------ the env-side table
-ENV_ARMS = ("vector", "trainer form", "native", "emulated")
+ENV_ARMS = ("vector", "trainer form", "native", "emulated", "sb3")
 ENV_ARM_NOTES = {
     "vector": "VectorEnv(workers=0), fused engine",
     "trainer form": "parallel_env x worlds, dict actions",
     "native": "pufferlib NativeEnv (send/recv)",
     "emulated": "pufferlib vec_env Serial (send/recv)",
+    "sb3": "sb3 SeatVecEnv (step; masks from the engine)",
 }
 
 
@@ -204,8 +205,23 @@ def arm_emulated(config, worlds: int, sample: Sampler):
     return step, vecenv.close
 
 
+def arm_sb3(config, worlds: int, sample: Sampler):
+    from nmmo.integrations import sb3
+
+    venv = sb3.SeatVecEnv(config, num_worlds=worlds, seed=0)
+    venv.reset()
+    b = venv.vec.buffers  # SB3's PPO has no masks: the sampler reads the engine's, as in the vector arm
+
+    def step() -> int:
+        actions = sample(np.concatenate([b["move_mask"], b["style_mask"], b["target_mask"]], axis=1))
+        venv.step(actions)
+        return len(actions)
+
+    return step, venv.close
+
+
 ENV_ARM_BUILDERS = {"vector": arm_vector, "trainer form": arm_trainer_form, "native": arm_native,
-                    "emulated": arm_emulated}
+                    "emulated": arm_emulated, "sb3": arm_sb3}
 
 
 def run_env_arm(name: str, config, worlds: int, steps: int, warmup: int) -> dict:

@@ -8,6 +8,7 @@ import nmmo
 from nmmo import config as cfg
 from nmmo.core.rules import nobody_returns
 from nmmo.envs import fused
+from nmmo.envs.buffers import FINAL_PREFIX
 from nmmo.envs.vector import VectorEnv
 from nmmo.testing import check_state
 
@@ -43,6 +44,12 @@ def outputs(out) -> list[np.ndarray]:
             out.truncated.copy(), out.alive.copy(), out.agent_id.copy(), out.episodes.copy(), out.episode_rows.copy()]
 
 
+def with_final(out) -> list[np.ndarray]:
+    """`outputs`, and on a step where every world reset together, their final observations."""
+    final = [out.final_obs[name].copy() for name in sorted(out.final_obs)] if out.truncated.any() else []
+    return [*outputs(out), *final]
+
+
 def assert_same_state(got: nmmo.core.state.State, want: nmmo.core.state.State) -> None:
     for name in fused.COLUMNS:
         assert np.array_equal(getattr(got.entities, name), getattr(want.entities, name)), name
@@ -73,7 +80,7 @@ def test_fused_worlds_equal_lone_envs_and_the_loop_engine(make_config, steps, mo
     config, k, seed = make_config(), 3, 11
     seeds = np.random.SeedSequence(seed).generate_state(k).tolist()
     rng = np.random.default_rng(0)
-    episodes, resets = 0, np.zeros(k, dtype=int)
+    episodes, resets, finals = 0, np.zeros(k, dtype=int), 0
     with VectorEnv(config, num_envs=k, seed=seed) as vec, VectorEnv(config, num_envs=k, seed=seed,
                                                                    engine="loop") as loop:
         assert vec.engine == "fused" and loop.engine == "loop"
@@ -84,8 +91,8 @@ def test_fused_worlds_equal_lone_envs_and_the_loop_engine(make_config, steps, mo
         worlds = vec._impl.block.worlds
         for _ in range(steps):
             actions = random_actions(obs, rng)
-            out = vec.step(actions)
-            got, want = outputs(out), outputs(loop.step(actions))
+            out, loop_out = vec.step(actions), loop.step(actions)
+            got, want = outputs(out), outputs(loop_out)
             for a, b in zip(got, want, strict=True):
                 assert a.dtype == b.dtype and np.array_equal(a, b)
             for w in range(k):  # world w of the fused engine is a lone env with world w's seed
@@ -98,10 +105,15 @@ def test_fused_worlds_equal_lone_envs_and_the_loop_engine(make_config, steps, mo
                 state = worlds.world_state(w)
                 check_state(state)
                 assert_same_state(state, lone.envs[w].realm.state)
+                if state.tick == 0:  # the world's last observations, as its episode ended, kept
+                    for name, values in out.final_obs.items():
+                        assert np.array_equal(values[rows], loop_out.final_obs[name][rows]), name
+                    finals += int(out.final_obs["entity"][rows].any())
                 resets[w] += state.tick == 0
             episodes += len(out.episodes)
             obs = out.obs
     assert episodes > 50 and resets.min() >= 2  # agents died and every world restarted more than once
+    assert finals == resets.sum()  # every ended episode left its last observations
     if make_config is dying:
         assert len(set(worlds.start.tolist())) == k  # the worlds restarted at different ticks
 
@@ -169,8 +181,8 @@ def check_restore(config: cfg.Config, seeds: list[int], rng: np.random.Generator
         actions = random_actions(buffers, rng)
         a, b = first.step(actions), second.step(actions)
         assert np.array_equal(a, b)
-        for name in buffers:
-            if name != "_bytes":
+        for name in buffers:  # the final observations are history (the last reset's), not state
+            if name != "_bytes" and not name.startswith(FINAL_PREFIX):
                 assert np.array_equal(buffers[name], again[name]), name
 
 
@@ -199,13 +211,13 @@ def test_worker_processes_run_fused_blocks():
         obs, _ = here.reset(), there.reset()
         for _ in range(25):
             actions = random_actions(obs, rng)
-            a, b = outputs(here.step(actions)), outputs(there.step(actions))
+            a, b = with_final(here.step(actions)), with_final(there.step(actions))
             for x, y in zip(a, b, strict=True):
                 assert np.array_equal(x, y)
             obs = here.buffers
 
 
-def check_killed_actor(config: cfg.Config, ray, record=outputs) -> None:
+def check_killed_actor(config: cfg.Config, ray, record=with_final) -> None:
     """The same run on the loop engine in this process and on 2 Ray actors, one killed at step 17
     (HORIZON 12: after an auto-reset): the same `record(out)` every step, and one replacement."""
 

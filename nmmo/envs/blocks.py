@@ -12,7 +12,7 @@ import numpy as np
 from nmmo.config import Config
 from nmmo.core.layout import filled
 from nmmo.core.rules import nobody_returns
-from nmmo.envs.buffers import METRIC_NAMES, episode_width, stack_episodes
+from nmmo.envs.buffers import METRIC_NAMES, episode_width, final_name, stack_episodes
 from nmmo.envs.env import Env
 
 
@@ -136,10 +136,11 @@ class EnvBlock:
         begin = self.start + k * self.slots
         return slice(begin, begin + self.slots)
 
-    def _write_obs(self, k: int) -> None:
+    def _write_obs(self, k: int, final: bool = False) -> None:
+        """Env k's observations into its rows (`final`: into the final observations' buffers)."""
         obs, rows = self.envs[k]._obs, self._rows(k)
         for name, values in obs.fields().items():
-            self.buffers[name][rows] = values
+            self.buffers[final_name(name) if final else name][rows] = values
 
     def reset(self) -> None:
         for k, env in enumerate(self.envs):
@@ -176,6 +177,7 @@ class EnvBlock:
                 episodes.append(np.stack([*(out.episodes[m] for m in METRIC_NAMES), *outcome, rows_of], axis=1))
             if env.done or (self.nobody_returns and not out.alive.any()):  # auto-reset: the rows now hold the
                 #                                                               next episode's agents
+                self._write_obs(k, final=True)
                 env.reset()
                 self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]
                 self.buffers["agent_id"][rows] = env.realm.state.entities.id[: self.slots]

@@ -22,6 +22,17 @@ METRIC_NAMES = METRICS  # the columns of `VecStep.episodes`
 TASK_OUTCOME = ("task_index", "task_progress", "task_completed", "task_reward")
 
 
+#: The buffers of the final observations (``final_<field>``): where a world's episode ended this
+#: step (its horizon, or nobody left), its rows' observations as the episode ended, before the
+#: auto-reset wrote the next episode's into the observation buffers (`VecStep.final_obs`).
+FINAL_PREFIX = "final_"
+
+
+def final_name(name: str) -> str:
+    """The buffer of field `name`'s final observations."""
+    return FINAL_PREFIX + name
+
+
 def step_fields(config: Config) -> dict[str, type]:
     """The per-row outputs of a step: `STEP_FIELDS`, and `TASK_FIELDS` with tasks on."""
     return {**STEP_FIELDS, **TASK_FIELDS} if config.has_tasks() else STEP_FIELDS
@@ -47,12 +58,17 @@ class VecStep:
     episode_rows: np.ndarray  # (finished agents,) the row each of those lifetimes was played in
     tasks: dict[str, np.ndarray] | None = None  # with tasks on: TASK_FIELDS per row
     episode_tasks: np.ndarray | None = None  # with tasks on: (finished agents, len(TASK_OUTCOME))
+    #: each observation field's final observations: the rows of worlds that reset this step hold
+    #: their episode's last observations (what a trainer bootstraps a truncation from); other rows
+    #: hold whatever an earlier reset left
+    final_obs: dict[str, np.ndarray] | None = None
 
 
 def allocate_buffers(config: Config, rows: int, shm: shared_memory.SharedMemory | None = None) -> dict[str, np.ndarray]:
     """Views of every buffer, laid out one after another (in `shm` when given)."""
     specs = {name: ((rows, *shape), dtype) for name, (shape, dtype) in obs_layout(config).items()}
     specs.update({name: ((rows,), np.dtype(dtype)) for name, dtype in step_fields(config).items()})
+    specs.update({final_name(name): ((rows, *shape), dtype) for name, (shape, dtype) in obs_layout(config).items()})
     out, offset = {}, 0
     for name, (shape, dtype) in specs.items():
         nbytes = int(np.prod(shape)) * dtype.itemsize

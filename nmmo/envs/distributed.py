@@ -23,7 +23,7 @@ from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.layout import layout as obs_layout
 from nmmo.envs.blocks import make_block
-from nmmo.envs.buffers import allocate_buffers, episode_width, stack_episodes, step_fields
+from nmmo.envs.buffers import allocate_buffers, episode_width, final_name, stack_episodes, step_fields
 
 MAX_REPLACEMENTS = 3  # per call: an actor that dies this often in a row points at a bug, not bad luck
 
@@ -158,7 +158,10 @@ class RayBlocks:
         for i, (raw, finished, seeds, resets) in enumerate(results):
             rows = self._rows(i)
             arrays = allocate_buffers(self.config, len(self.parts[i]) * self.slots, _Memory(raw))
-            for name in (*obs_layout(self.config), *step_fields(self.config)):
+            names = [*obs_layout(self.config), *step_fields(self.config)]
+            if any(resets):  # a world's episode ended: its final observations too
+                names += [final_name(name) for name in obs_layout(self.config)]
+            for name in names:
                 self.buffers[name][rows] = arrays[name]
             finished = finished.copy()
             finished[:, -1] += rows.start  # the actor numbers rows within its own block

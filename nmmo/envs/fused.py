@@ -42,6 +42,7 @@ from nmmo.core.realm import Realm
 from nmmo.core.rules import nobody_returns
 from nmmo.core.state import NO_TICK, Entities, State, Tiles
 from nmmo.core.systems import spawn
+from nmmo.envs.buffers import FINAL_PREFIX
 from nmmo.envs.env import Env
 from nmmo.envs.fused_tasks import FusedTasks
 from nmmo.envs.outcomes import earned_points, mix_rewards
@@ -243,8 +244,9 @@ class FusedBlock:
         self.builder.row_offset = self.worlds.row_offset
         tiles = self.worlds.state.tiles
         self.codes = self.builder.codes = TileCodes(tiles.material, tiles.occupancy, self.worlds.side)
-        self.obs = Observations(**{name: buffers[name][view] for name in OBS_FIELDS},
-                                entity_rows=np.full((self.rows, config.PLAYER_N_OBS), -1, dtype=np.int32))
+        self.obs, self.final = (Observations(**{name: buffers[prefix + name][view] for name in OBS_FIELDS},
+                                             entity_rows=np.full((self.rows, config.PLAYER_N_OBS), -1, np.int32))
+                                for prefix in ("", FINAL_PREFIX))  # the final ones: `VecStep.final_obs`
         self.world_of_slot = self.worlds.world_of_row[: self.rows]
         self.points_paid = np.zeros(self.rows, dtype=np.int64)  # as `Env.achievements_earned` keeps them
         self.points_owner = np.zeros(self.rows, dtype=np.int64)
@@ -348,6 +350,8 @@ class FusedBlock:
         b["terminated"][rows] = terminated
         b["truncated"][rows] = truncated
         ended = np.flatnonzero(over).tolist()
+        if ended:  # their last observations, before they reset
+            self._observe(died, ending=over[self.world_of_slot])
         for k in ended:  # auto-reset: the world's rows now hold the next episode's agents
             self._reset_world(k)
             block = slice(k * self.slots, (k + 1) * self.slots)
@@ -382,12 +386,15 @@ class FusedBlock:
         tasks = None if self.tasks is None else self.tasks.rewards(slots)
         return mix_rewards(self.config, np.where(died, -1.0, 0.0), earned, teams, tasks)
 
-    def _observe(self, died: np.ndarray) -> None:
+    def _observe(self, died: np.ndarray, ending: np.ndarray | None = None) -> None:
         """Observations of every live agent, and the final ones of agents that died this tick in
-        worlds that go on, written into the vector env's buffers."""
+        worlds that go on, written into the vector env's buffers; with `ending` (by row), those rows'
+        last observations (live and died) into the final observations' buffers instead."""
         state = self.worlds.state
-        live = np.flatnonzero(state.entities.alive[: self.rows])
+        alive = state.entities.alive[: self.rows]
+        live = np.flatnonzero(alive if ending is None else alive & ending)
+        died = died if ending is None else died[ending[died]]
         self.codes.update(state)
-        self.builder.refill(self.obs, state, live, died)
+        self.builder.refill(self.obs if ending is None else self.final, state, live, died)
         if self.tasks is not None:
-            self.tasks.write(self.buffers, slice(self.start, self.start + self.rows), np.concatenate([live, died]))
+            self.tasks.write(self.buffers, slice(self.start, self.start + self.rows), np.r_[live, died], ending)

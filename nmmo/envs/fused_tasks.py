@@ -79,9 +79,16 @@ class FusedTasks:
         """(len(slots), 4): task index, progress, completed, the life's task reward (`Env.task_status`)."""
         return task_outcomes(self.state.task, self.step, self.life_rewards, slots)
 
-    def write(self, buffers: dict[str, np.ndarray], rows: slice, observed: np.ndarray) -> None:
+    def write(self, buffers: dict[str, np.ndarray], rows: slice, observed: np.ndarray,
+              ending: np.ndarray | None = None) -> None:
         """The rows' task buffers, and the observation's task field of the `observed` slots (the
-        live ones and those that died this tick; a lone env leaves the others' rows zero)."""
+        live ones and those that died this tick; a lone env leaves the others' rows zero). With
+        `ending` (by row): only the final observations' task field of those rows."""
+        if ending is not None:
+            field = buffers["final_task"][rows]
+            field[ending] = 0.0
+            field[observed] = self.embeddings[observed]
+            return
         status = self.outcome(np.arange(self.rows))
         buffers["task_index"][rows] = status[:, 0]
         buffers["task_progress"][rows] = status[:, 1]

@@ -33,6 +33,7 @@ from nmmo.envs.buffers import (
     VecStep,
     allocate_buffers,
     episode_width,
+    final_name,
     stack_episodes,
 )
 from nmmo.envs.process import die_with_parent
@@ -215,9 +216,10 @@ class VectorEnv:
         finished = self._impl.step(actions.astype(np.int64))
         b, m = self.buffers, len(METRIC_NAMES)
         tasks = {name: b[name] for name in TASK_FIELDS} if self.config.has_tasks() else None
+        final = {name: b[final_name(name)] for name in obs_layout(self.config)}
         return VecStep(self._observations(), b["reward"], b["terminated"], b["truncated"], b["alive"], b["agent_id"],
                        finished[:, :m], finished[:, -1].astype(np.int64), tasks,
-                       finished[:, m:-1] if self.config.has_tasks() else None)
+                       finished[:, m:-1] if self.config.has_tasks() else None, final)
 
     def tasks(self) -> dict[str, np.ndarray] | None:
         """Each row's task, progress and completion now (views; None with tasks off): after a reset,

@@ -55,8 +55,10 @@ from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.policies import ActorCriticPolicy  # noqa: E402
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor  # noqa: E402
 
-__all__ = ["SB3Policy", "SuperSuitFix", "build_policy", "policy_class", "read_model", "train", "train_model",
-           "vec_env"]
+from nmmo.integrations.sb3_env import SeatVecEnv  # noqa: E402 - the native VecEnv, re-exported
+
+__all__ = ["SB3Policy", "SeatVecEnv", "SuperSuitFix", "build_policy", "policy_class", "read_model", "train",
+           "train_model", "vec_env"]
 
 #: The SB3 zip member holding the policy's state dict (tensors only, read weights-only).
 POLICY_MEMBER = "policy.pth"
@@ -137,9 +139,14 @@ def vec_env(config: Config | str | None = "trainers_small", n_envs: int = 1, see
     return monitored
 
 
+#: The envs `train_model` can run on: `SeatVecEnv` (native) or SuperSuit's recipe (`vec_env`).
+ROUTES = ("native", "supersuit")
+
+
 # ---------------------------------------------------------------- training
 class _Progress(BaseCallback):
-    """One plain line per rollout: agent-steps, rate, mean episode return (a seat's, to the horizon)."""
+    """One plain line per rollout: agent-steps, rate, mean episode return (native route: a life's;
+    SuperSuit's: a seat's, to the horizon)."""
 
     def __init__(self, start: float) -> None:
         super().__init__()
@@ -153,15 +160,23 @@ class _Progress(BaseCallback):
         rate = steps / max(time.perf_counter() - self.start, 1e-9)
         returns = [info["r"] for info in self.model.ep_info_buffer]
         mean = f"{np.mean(returns):.2f}" if returns else "n/a"
-        print(f"sb3: {steps} agent-steps, {rate:.0f} agent-steps/s, mean seat return {mean}", flush=True)
+        print(f"sb3: {steps} agent-steps, {rate:.0f} agent-steps/s, mean episode return {mean}", flush=True)
 
 
 def train_model(config: Config | str | None = "trainers_small", agent_steps: int = 100_000, seed: int = 0,
                 out: str | Path | None = None, *, n_envs: int = 1, n_steps: int = 128, batch_size: int = 512,
-                n_epochs: int = 10, num_cpus: int = 0, progress: bool = True) -> tuple[PPO, dict]:
+                n_epochs: int = 10, num_cpus: int = 0, progress: bool = True,
+                route: str = "native") -> tuple[PPO, dict]:
     """`train`, also returning the trained `PPO` model."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     cfg = resolve(config)
-    venv = vec_env(cfg, n_envs=n_envs, seed=seed, num_cpus=num_cpus)
+    if route == "native":
+        with warnings.catch_warnings():  # VecMonitor asks for render_mode, which rows of one engine do not have
+            warnings.filterwarnings("ignore", message="The `render_mode` attribute", category=UserWarning)
+            venv = VecMonitor(SeatVecEnv(cfg, n_envs, seed, workers=num_cpus))
+    else:
+        venv = vec_env(cfg, n_envs=n_envs, seed=seed, num_cpus=num_cpus)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small MLP batches: extra threads only contend with the env
     try:
@@ -178,9 +193,11 @@ def train_model(config: Config | str | None = "trainers_small", agent_steps: int
     result: dict[str, Any] = {
         "library": "sb3", "config": cfg.name, "agent_steps": int(model.num_timesteps), "seconds": seconds,
         "agent_steps_per_s": model.num_timesteps / max(seconds, 1e-9), "n_envs": n_envs,
-        "seats": n_envs * cfg.PLAYER_N, "episodes": len(returns),
-        "mean_seat_return": float(np.mean(returns)) if returns else None,
+        "seats": n_envs * cfg.PLAYER_N, "episodes": len(returns), "route": route,
+        "mean_episode_return": float(np.mean(returns)) if returns else None,
     }
+    if route == "supersuit":  # an episode is a seat's, to the horizon
+        result["mean_seat_return"] = result["mean_episode_return"]
     if out is not None:
         buffer = io.BytesIO()
         model.save(buffer)  # SB3 writes the zip into the buffer; the file appears whole or not at all
@@ -353,14 +370,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--agent-steps", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="directory for model.zip (play it back as sb3:DIR/model.zip)")
-    parser.add_argument("--n-envs", type=int, default=1, help="copies of the env (each gives PLAYER_N sub-envs)")
-    parser.add_argument("--num-cpus", type=int, default=0, help="SuperSuit worker processes (0: in-process)")
+    parser.add_argument("--n-envs", type=int, default=1, help="worlds (each gives PLAYER_N sub-envs)")
+    parser.add_argument("--route", default="native", choices=ROUTES,
+                        help="native: SeatVecEnv over the engine's vector env; supersuit: SuperSuit's recipe")
+    parser.add_argument("--num-cpus", type=int, default=0,
+                        help="worker processes (native: the vector env's; supersuit: SuperSuit's; 0: in-process)")
     parser.add_argument("--n-steps", type=int, default=128, help="PPO rollout length per sub-env")
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--n-epochs", type=int, default=10)
     args = parser.parse_args(argv)
     result = train(args.config, args.agent_steps, args.seed, args.out, n_envs=args.n_envs, num_cpus=args.num_cpus,
-                   n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs)
+                   n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs, route=args.route)
     print(json.dumps(result), flush=True)
     return result
 

@@ -43,7 +43,7 @@ def trained(tmp_path_factory):
     tempfile.tempdir = str(scratch)  # where SB3's default logger would make its SB3-* folder
     try:
         model, result = sb3.train_model(CONFIG, AGENT_STEPS, seed=0, out=out, n_steps=128, batch_size=512,
-                                        n_epochs=1, progress=False)
+                                        n_epochs=1, progress=False, route="supersuit")
     finally:
         tempfile.tempdir = before
     result["left_in_tempdir"] = sorted(p.name for p in scratch.glob("SB3-*"))
@@ -209,3 +209,56 @@ def test_files_that_are_not_sb3_models_are_refused(trained, tmp_path, config):
     cls = sb3.policy_class(wrong)  # the file is well-formed; the config decides whether it fits
     with pytest.raises(ValueError, match=f"sb3:{wrong}: the weights do not fit config 'trainers_small'"):
         cls(config)
+
+
+# ---------------------------------------------------------------- the native VecEnv
+def test_seat_vec_env_honours_sb3_s_contract(config):
+    """Shapes, a life as an episode, the horizon as a truncation, the last observation of every done
+    seat, seeds that replay; no per-agent dict on the way (the infos list aside)."""
+    venv = sb3.SeatVecEnv(CONFIG, num_worlds=2, seed=3)
+    assert venv.num_envs == 2 * config.PLAYER_N and venv.observation_space.shape == (venv.layout.size,)
+    venv.seed(3)
+    first = venv.reset()
+    assert first.shape == (venv.num_envs, venv.layout.size) and first.dtype == np.float32
+    tick, agent = venv.layout.slices["tick"].start, venv.layout.slices["agent_id"].start
+    rng, deaths, truncations, trajectory = np.random.default_rng(0), 0, 0, []
+    for step in range(config.HORIZON + 3):
+        before = venv._ids.copy()
+        actions = rng.integers(0, venv.action_space.nvec, size=(venv.num_envs, 3))
+        obs, rewards, dones, infos = venv.step(actions)
+        trajectory.append(obs.copy())
+        assert obs.shape == first.shape and rewards.shape == dones.shape == (venv.num_envs,)
+        assert len(infos) == venv.num_envs and all(isinstance(info, dict) for info in infos)
+        for i in np.flatnonzero(dones).tolist():
+            last, truncated = infos[i]["terminal_observation"], infos[i]["TimeLimit.truncated"]
+            assert last.shape == (venv.layout.size,) and last[agent] == before[i]  # the ended life's own view
+            if truncated:  # the horizon: the last tick's view, then the next episode at tick 0
+                truncations += 1
+                assert last[tick] == config.HORIZON and obs[i, tick] == 0 and step == config.HORIZON - 1
+            else:  # a death: the next episode is the seat's next agent, or zeros until it spawns
+                deaths += 1
+                assert rewards[i] == -1 and obs[i, agent] != before[i]
+                assert obs[i, agent] or not obs[i, venv.layout.slices["entity"]].any()
+        assert all(("life" in info) == bool(before[i] and dones[i]) for i, info in enumerate(infos))
+    venv.close()
+    assert deaths > 0 and truncations > 0
+    again = sb3.SeatVecEnv(CONFIG, num_worlds=2, seed=99)
+    again.seed(3)  # applied at the reset: the same worlds, the same trajectory
+    assert np.array_equal(again.reset(), first)
+    rng = np.random.default_rng(0)
+    for want in trajectory[:20]:
+        got, *_ = again.step(rng.integers(0, again.action_space.nvec, size=(again.num_envs, 3)))
+        assert np.array_equal(got, want)
+    again.close()
+
+
+def test_ppo_learns_on_the_seat_vec_env_and_plays_back(tmp_path, config):
+    model, result = sb3.train_model(CONFIG, 1024, seed=0, out=tmp_path, n_steps=64, batch_size=256, n_epochs=1,
+                                    progress=False)
+    assert result["route"] == "native" and result["agent_steps"] == model.num_timesteps >= 1024
+    assert result["episodes"] > 0 and all(set(e) == {"r", "l", "t"} for e in model.ep_info_buffer)  # a life each
+    agent = load_policy_class(f"sb3:{result['model']}")(config)
+    env = nmmo.Env(config, seed=1)
+    obs, _ = env.reset()
+    actions = agent.act(obs)
+    assert set(actions) == set(obs)
