@@ -334,9 +334,13 @@ def uid_range() -> range:
     return range(int(first), int(last) + 1)
 
 
+#: Where the uid locks live: one place for every tournament on the machine, whatever its TMPDIR.
+UID_LOCK_DIR = "/tmp/nmmo-sandbox-uids"
+
+
 def uid_lock_dir() -> str:
     """The directory of the uid locks: made by root, mode 0700, and refused when someone else made it."""
-    path = os.path.join(tempfile.gettempdir(), "nmmo-sandbox-uids")
+    path = UID_LOCK_DIR
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
