@@ -103,13 +103,14 @@ def versions(name: str) -> str:
 
 
 # ------------------------------------------------------------ the env-side table
-ENV_ARMS = ("vector", "trainer form", "native", "emulated", "sb3")
+ENV_ARMS = ("vector", "trainer form", "native", "emulated", "sb3", "torchrl")
 ENV_ARM_NOTES = {
     "vector": "VectorEnv(workers=0), fused engine",
     "trainer form": "parallel_env x worlds, dict actions",
     "native": "pufferlib NativeEnv (send/recv)",
     "emulated": "pufferlib vec_env Serial (send/recv)",
     "sb3": "sb3 SeatVecEnv (step; masks from the engine)",
+    "torchrl": "torchrl NativeEnv (step_and_maybe_reset)",
 }
 
 
@@ -220,8 +221,27 @@ def arm_sb3(config, worlds: int, sample: Sampler):
     return step, venv.close
 
 
+def arm_torchrl(config, worlds: int, sample: Sampler):
+    import torch
+
+    from nmmo.integrations.torchrl_env import GROUP, NativeEnv
+
+    env = NativeEnv(config, num_worlds=worlds, seed=0)
+    state = {"td": env.reset()}
+
+    def step() -> int:
+        td = state["td"]
+        mask = td[GROUP, "action_mask"]
+        actions = sample(mask.reshape(-1, mask.shape[-1]).numpy())
+        td[GROUP, "action"] = torch.from_numpy(actions.reshape(*mask.shape[:2], 3))
+        _, state["td"] = env.step_and_maybe_reset(td)
+        return len(actions)
+
+    return step, env.close
+
+
 ENV_ARM_BUILDERS = {"vector": arm_vector, "trainer form": arm_trainer_form, "native": arm_native,
-                    "emulated": arm_emulated, "sb3": arm_sb3}
+                    "emulated": arm_emulated, "sb3": arm_sb3, "torchrl": arm_torchrl}
 
 
 def run_env_arm(name: str, config, worlds: int, steps: int, warmup: int) -> dict:
