@@ -160,15 +160,11 @@ def test_native_env_without_respawn_ends_each_seat_with_its_agent():
 
 def test_no_per_agent_dict_between_the_engine_and_the_native_env(monkeypatch):
     """Neither dict translation runs for the native env; the trainer form needs both (the control)."""
-    import nmmo.envs.env
     from nmmo.integrations import parallel_env
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("a per-agent dict translation ran")
+    from .dict_guard import forbid_dict_translations
 
-    for module, name in ((nmmo.envs.env, "to_dicts"), (nmmo.envs.env, "parse_actions"),
-                         (nmmo.core.layout, "to_dicts"), (nmmo.core.actions, "parse_actions")):
-        monkeypatch.setattr(module, name, refuse)
+    forbid_dict_translations(monkeypatch)
     env = puffer.NativeEnv(CONFIG, 2, seed=1)
     obs, _ = env.reset(1)
     rng = np.random.default_rng(1)

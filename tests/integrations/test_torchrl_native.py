@@ -26,14 +26,9 @@ def masked_actions(td, rng: np.random.Generator) -> torch.Tensor:
 
 
 def test_native_torchrl_env_passes_its_spec_check_and_plays_through_the_horizon(monkeypatch):
-    import nmmo.envs.env
+    from .dict_guard import forbid_dict_translations
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("a per-agent dict translation ran")
-
-    for module, name in ((nmmo.envs.env, "to_dicts"), (nmmo.envs.env, "parse_actions"),
-                         (nmmo.core.layout, "to_dicts"), (nmmo.core.actions, "parse_actions")):
-        monkeypatch.setattr(module, name, refuse)
+    forbid_dict_translations(monkeypatch)
     env = NativeEnv(CONFIG, num_worlds=2, seed=4)
     check_env_specs(env)
     td = env.reset()
