@@ -73,8 +73,8 @@ def unavailable_reason() -> str | None:
     tool = shutil.which("bwrap")
     if tool is None:
         return "bubblewrap (bwrap) is not installed"
+    uid = HostUid() if os.geteuid() == 0 else None  # its errors are the operator's to fix, not a fallback
     try:
-        uid = HostUid() if os.geteuid() == 0 else None
         unprivileged = Unprivileged(readable_paths([]), uid=uid.uid) if uid is not None else None
         try:
             command, fd = launch(wrap(["/usr/bin/true"], [], tool, sources=unprivileged and unprivileged.sources))
@@ -334,20 +334,23 @@ def uid_range() -> range:
     return range(int(first), int(last) + 1)
 
 
-#: Where the uid locks live: one place for every tournament on the machine, whatever its TMPDIR.
-UID_LOCK_DIR = "/tmp/nmmo-sandbox-uids"
+#: Where the uid locks live: one place for every tournament on the machine, whatever its TMPDIR; under
+#: /run (root's alone) where the machine has it, since anyone may make a name in /tmp first.
+UID_LOCK_DIRS = ("/run/nmmo-sandbox-uids", "/tmp/nmmo-sandbox-uids")
 
 
 def uid_lock_dir() -> str:
-    """The directory of the uid locks: made by root, mode 0700, and refused when someone else made it."""
-    path = UID_LOCK_DIR
+    """The directory of the uid locks: made by root, mode 0700. One that someone else made is an
+    error (`SandboxUnavailable`, never a quiet fall back to the process sandbox)."""
+    path = next((p for p in UID_LOCK_DIRS if os.access(os.path.dirname(p), os.W_OK)), UID_LOCK_DIRS[-1])
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
     info = os.lstat(path)
     if not os.path.isdir(path) or os.path.islink(path) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-        raise OSError(f"{path} is not a directory of this user's with mode 0700: remove it")
+        raise SandboxUnavailable(f"{path} (the sandbox's uid locks) is not a directory of this user's with mode "
+                                 "0700: someone else made it; remove it")
     return path
 
 

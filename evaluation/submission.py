@@ -123,6 +123,8 @@ def load_trusted(spec: str) -> type:
     """The class of a spec to run in-process; a registered name's is checked to be defined by this
     install's own code. (`make_handle` runs only registered names in-process; a caller that builds
     an `InProcessPolicy` itself runs what it names.)"""
+    if spec.startswith("baseline:") and is_trusted(spec):
+        shipped_module("baselines")  # this install's, checked before its code runs
     cls = load_policy_class(spec)
     if not is_trusted(spec):
         return cls

@@ -27,6 +27,7 @@ same spec was given on the command line this run.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
 import importlib.util
 import shlex
@@ -214,7 +215,8 @@ def syntax_error_line(err: SyntaxError, path: str) -> str:
 def _import_path(path: Path, where: str, what: str) -> Any:
     """The module of a ``file.py`` or of a folder (its ``__init__.py``, with the folder as the
     package's path, so that its relative imports find the files beside it)."""
-    name = f"nmmo_{what.replace(' ', '_')}_{path.stem if path.suffix == '.py' else path.name}"
+    where_hash = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]  # two folders "agent" stay two
+    name = f"nmmo_{what.replace(' ', '_')}_{path.stem if path.suffix == '.py' else path.name}_{where_hash}"
     if path.suffix == ".py":
         if not path.is_file():
             raise ValueError(f"{what} file {where!r} does not exist")

@@ -95,6 +95,7 @@ class NativeEnv(pufferlib.PufferEnv):
         super().__init__(buf)
         self.respawn = bool(self.config.PLAYER_RESPAWN and self.config.PLAYER_SPAWN_ATTEMPTS > 0)
         self._ticks = np.zeros(num_envs, dtype=np.int64)
+        self._ids = np.zeros(self.num_agents, dtype=np.int64)
         self._mask = self.observations[:, self.layout.size:]
         move, style, target = flat_action_sizes(self.config)
         self._empty_mask = np.zeros(self.layout.mask_size, dtype=np.float32)  # stay, any style, no target
@@ -143,9 +144,9 @@ class NativeEnv(pufferlib.PufferEnv):
                died: np.ndarray | None = None) -> None:
         """The rows' vectors and masks; a seat without an agent as the trainer form shows it: zeros
         (the final observation on the step its agent died) and the empty seat's mask."""
-        self._alive = alive.copy()
-        self.layout.write(self.observations, obs, np.where(alive, agent_id, 0),
-                          np.repeat(self._ticks, self.vec.slots))
+        ids = np.where(alive, agent_id, 0) if died is None else np.where(died, self._ids, np.where(alive, agent_id, 0))
+        self._alive, self._ids = alive.copy(), np.where(alive, agent_id, 0)
+        self.layout.write(self.observations, obs, ids, np.repeat(self._ticks, self.vec.slots))  # the dying: their id
         self.layout.write_mask(self._mask, obs)
         if not alive.all():
             empty = ~alive

@@ -49,8 +49,12 @@ def check(data: Any, where: str) -> dict:
     layers, nvec = data.get("layers"), data.get("nvec")
     if not isinstance(layers, list) or not layers or not isinstance(nvec, list) or len(nvec) != 3:
         raise ValueError(f"{where}: an export holds a list of layers and three action sizes")
-    width = int(data.get("obs_size", -1))
+    width = data.get("obs_size")
+    if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+        raise ValueError(f"{where}: obs_size must be a positive int, got {width!r}")
     for i, layer in enumerate(layers):
+        if not isinstance(layer, dict):
+            raise ValueError(f"{where}: layer {i} is not a table of weight, bias and activation")
         weight, bias = layer.get("weight"), layer.get("bias")
         if not (isinstance(weight, torch.Tensor) and isinstance(bias, torch.Tensor) and weight.ndim == 2
                 and weight.shape[1] == width and bias.shape == (weight.shape[0],)):
@@ -98,10 +102,15 @@ def policy_class(path: str) -> type:
         raise ValueError(f"rllib:{path}: not a weights-only export ({err})") from None
 
     def __init__(self: InterfaceAgent, config: Config, greedy: bool = False) -> None:
+        from nmmo.interfaces.arrays import FlatLayout
+
         nvec = [int(n) for n in data["nvec"]]
         if nvec != [5, 3, config.PLAYER_N_OBS + 1]:
             raise ValueError(f"rllib:{path}: exported for actions {nvec}, this config's are "
                              f"[5, 3, {config.PLAYER_N_OBS + 1}] (PLAYER_N_OBS differs)")
+        if data["obs_size"] != FlatLayout.of(config).size:
+            raise ValueError(f"rllib:{path}: exported for observations of {data['obs_size']} values, this config's "
+                             f"have {FlatLayout.of(config).size}")
         InterfaceAgent.__init__(self, _Actor(data, greedy), policy_interface(mask=True))
         self.config = config
 

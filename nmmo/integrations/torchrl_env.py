@@ -82,9 +82,14 @@ class NativeEnv(EnvBase):
         self.layout.write(obs, arrays, np.where(alive, agent_id, 0), ticks)
         mask[:] = np.concatenate([arrays[name] for name in self.layout.mask_fields], axis=1)
         if not alive.all():
-            move, style, target = flat_action_sizes(self.config)
-            mask[~alive] = False
-            mask[np.ix_(~alive, [move - 1, *range(move, move + style), move + style + target - 1])] = True
+            mask[~alive] = self._empty_mask(int((~alive).sum()))
+
+    def _empty_mask(self, n: int) -> np.ndarray:
+        """`n` rows of the mask a seat without an agent gets: "stay", any style, the no-op target."""
+        move, style, target = flat_action_sizes(self.config)
+        mask = np.zeros((n, self.layout.mask_size), bool)
+        mask[:, [move - 1, *range(move, move + style), move + style + target - 1]] = True
+        return mask
 
     def _seat_ticks(self) -> np.ndarray:
         return np.repeat(self._ticks, self.config.PLAYER_N)
@@ -131,7 +136,10 @@ class NativeEnv(EnvBase):
         truncated = ended & ~terminated
         ticks_now = self._seat_ticks()
         next_obs, next_mask = np.empty_like(self._obs), np.empty_like(self._mask)
-        self._write(next_obs, next_mask, out.obs, out.agent_id, out.alive, ticks_now)
+        died = out.terminated & self._alive  # their last view keeps their id, as the trainer form's does
+        self._write(next_obs, next_mask, out.obs, np.where(died, self._ids, out.agent_id), out.alive | died,
+                    ticks_now)
+        next_mask[died] = self._empty_mask(died.sum())
         if over.any():  # worlds that reset: "next" holds their last observations, reset their new episode
             rows = np.flatnonzero(ended)
             final_obs = np.zeros((len(rows), self.layout.size), np.float32)
@@ -146,8 +154,8 @@ class NativeEnv(EnvBase):
             self._obs, self._mask = next_obs, next_mask
         self._alive = out.alive.copy()
         self._ids = np.where(out.alive, out.agent_id, 0)
-        all_died = terminated.reshape(w, s).all(axis=1)
-        td = self._out(next_obs, next_mask, done=over, terminated=over & all_died, truncated=over & ~all_died)
+        ended_dead = over & ~survived & (not self.respawn)  # nobody left: the world's episode terminated
+        td = self._out(next_obs, next_mask, done=over, terminated=ended_dead, truncated=over & ~ended_dead)
         td[GROUP, "done"] = torch.from_numpy((terminated | truncated).reshape(w, s, 1))
         td[GROUP, "terminated"] = torch.from_numpy(terminated.reshape(w, s, 1))
         td[GROUP, "truncated"] = torch.from_numpy(truncated.reshape(w, s, 1))

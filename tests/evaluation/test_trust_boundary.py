@@ -213,3 +213,14 @@ def test_require_sandbox_without_bubblewrap_is_one_line_and_a_failure(tmp_path):
     output = (done.stdout + done.stderr).strip()
     assert done.returncode != 0 and "Traceback" not in output, output
     assert len(output.splitlines()) == 1 and "bubblewrap" in output and namespaces.REQUIRE_ENV in output, output
+
+
+def test_a_uid_lock_directory_someone_else_made_is_an_error_never_a_fallback(tmp_path, monkeypatch):
+    """Anyone may make a name in /tmp first: the sandbox then stops with an error naming it, and does
+    not fall back to the process sandbox."""
+    planted = tmp_path / "nmmo-sandbox-uids"
+    planted.mkdir(mode=0o777)
+    planted.chmod(0o777)
+    monkeypatch.setattr(namespaces, "UID_LOCK_DIRS", (str(planted),))
+    with pytest.raises(namespaces.SandboxUnavailable, match="someone else made it"):
+        namespaces.HostUid()

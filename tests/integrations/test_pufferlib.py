@@ -122,8 +122,9 @@ def test_native_env_seats_respawn_horizon_masks_and_life_infos():
             empty_seen += 1
             empty_mask = np.r_[[0, 0, 0, 0, 1], [1, 1, 1], [0] * CONFIG.PLAYER_N_OBS, 1]
             assert (obs[~alive, env.layout.size:] == empty_mask).all()
-            assert (obs[~alive, env.layout.slices["agent_id"]] == 0).all()
-            gone = ~alive & ~engine["terminated"]  # no final observation to show: zeros
+            gone = ~alive & ~engine["terminated"]  # no final observation to show: zeros, AgentId 0
+            assert (obs[gone, env.layout.slices["agent_id"]] == 0).all()
+            assert (obs[~alive & engine["terminated"], env.layout.slices["agent_id"]] > 0).all()  # the dying: theirs
             assert not obs[gone][:, env.layout.slices["entity"]].any()
         if truncations.all():
             truncated_at.append(step)
