@@ -41,7 +41,8 @@ def random_actions(obs: dict, rng: np.random.Generator) -> np.ndarray:
 
 def outputs(out) -> list[np.ndarray]:
     return [*(out.obs[name].copy() for name in sorted(out.obs)), out.reward.copy(), out.terminated.copy(),
-            out.truncated.copy(), out.alive.copy(), out.agent_id.copy(), out.episodes.copy(), out.episode_rows.copy()]
+            out.truncated.copy(), out.alive.copy(), out.agent_id.copy(), out.episodes.copy(), out.episode_rows.copy(),
+            out.reset.copy()]
 
 
 def with_final(out) -> list[np.ndarray]:
@@ -105,6 +106,7 @@ def test_fused_worlds_equal_lone_envs_and_the_loop_engine(make_config, steps, mo
                 state = worlds.world_state(w)
                 check_state(state)
                 assert_same_state(state, lone.envs[w].realm.state)
+                assert out.reset[rows].all() == (state.tick == 0) == out.reset[rows].any()  # the engine says which
                 if state.tick == 0:  # the world's last observations, as its episode ended, kept
                     for name, values in out.final_obs.items():
                         assert np.array_equal(values[rows], loop_out.final_obs[name][rows]), name

@@ -148,8 +148,7 @@ class EnvBlock:
             rows = self._rows(k)
             self._write_obs(k)
             self.buffers["reward"][rows] = 0
-            self.buffers["terminated"][rows] = False
-            self.buffers["truncated"][rows] = False
+            self.buffers["terminated"][rows] = self.buffers["truncated"][rows] = self.buffers["reset"][rows] = False
             self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]
             self.buffers["agent_id"][rows] = env.realm.state.entities.id[: self.slots] * self.buffers["alive"][rows]
             self._write_tasks(k)
@@ -175,8 +174,9 @@ class EnvBlock:
                 rows_of = (rows.start + out.episode_slots).astype(np.float64)
                 outcome = env.task_status(out.episode_slots).T if self.tasks_on else []
                 episodes.append(np.stack([*(out.episodes[m] for m in METRIC_NAMES), *outcome, rows_of], axis=1))
-            if env.done or (self.nobody_returns and not out.alive.any()):  # auto-reset: the rows now hold the
-                #                                                               next episode's agents
+            over = env.done or (self.nobody_returns and not out.alive.any())
+            self.buffers["reset"][rows] = over
+            if over:  # auto-reset: the rows now hold the next episode's agents
                 self._write_obs(k, final=True)
                 env.reset()
                 self.buffers["alive"][rows] = env.realm.state.entities.alive[: self.slots]

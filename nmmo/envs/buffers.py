@@ -13,7 +13,10 @@ from nmmo.config import Config
 from nmmo.core.layout import layout as obs_layout
 from nmmo.core.metrics import METRICS
 
-STEP_FIELDS = {"reward": np.float32, "terminated": bool, "truncated": bool, "alive": bool, "agent_id": np.int64}
+#: ``reset``: the row's world ended its episode this step (its horizon, or nobody left) and began the next
+#: one, which its rows now hold (its last observations: ``final_<field>``).
+STEP_FIELDS = {"reward": np.float32, "terminated": bool, "truncated": bool, "alive": bool, "agent_id": np.int64,
+               "reset": bool}
 #: With tasks on (config TASKS): each row's task index in the set, its progress and completion (the
 #: embedding is the observation's "task" field).
 TASK_FIELDS = {"task_index": np.int32, "task_progress": np.float32, "task_completed": bool}
@@ -58,6 +61,8 @@ class VecStep:
     episode_rows: np.ndarray  # (finished agents,) the row each of those lifetimes was played in
     tasks: dict[str, np.ndarray] | None = None  # with tasks on: TASK_FIELDS per row
     episode_tasks: np.ndarray | None = None  # with tasks on: (finished agents, len(TASK_OUTCOME))
+    #: the rows whose world reset this step (`STEP_FIELDS`' ``reset``)
+    reset: np.ndarray | None = None
     #: each observation field's final observations: the rows of worlds that reset this step hold
     #: their episode's last observations (what a trainer bootstraps a truncation from); other rows
     #: hold whatever an earlier reset left

@@ -296,8 +296,7 @@ class FusedBlock:
         b, rows = self.buffers, slice(self.start, self.start + self.rows)
         ent = self.worlds.state.entities
         b["reward"][rows] = 0
-        b["terminated"][rows] = False
-        b["truncated"][rows] = False
+        b["terminated"][rows] = b["truncated"][rows] = b["reset"][rows] = False
         b["alive"][rows] = ent.alive[: self.rows]
         b["agent_id"][rows] = ent.id[: self.rows] * ent.alive[: self.rows]
         self._observe(np.zeros(0, dtype=np.int64))
@@ -348,7 +347,7 @@ class FusedBlock:
         b, rows = self.buffers, slice(self.start, self.start + n)
         b["reward"][rows] = rewards
         b["terminated"][rows] = terminated
-        b["truncated"][rows] = truncated
+        b["truncated"][rows], b["reset"][rows] = truncated, over[self.world_of_slot]
         ended = np.flatnonzero(over).tolist()
         if ended:  # their last observations, before they reset
             self._observe(died, ending=over[self.world_of_slot])

@@ -219,7 +219,7 @@ class VectorEnv:
         final = {name: b[final_name(name)] for name in obs_layout(self.config)}
         return VecStep(self._observations(), b["reward"], b["terminated"], b["truncated"], b["alive"], b["agent_id"],
                        finished[:, :m], finished[:, -1].astype(np.int64), tasks,
-                       finished[:, m:-1] if self.config.has_tasks() else None, final)
+                       finished[:, m:-1] if self.config.has_tasks() else None, b["reset"], final)
 
     def tasks(self) -> dict[str, np.ndarray] | None:
         """Each row's task, progress and completion now (views; None with tasks off): after a reset,

@@ -30,7 +30,8 @@ from nmmo.envs.env import Env
 from nmmo.interfaces import FlatActions, Flatten, InterfaceEnv, Stack, slots, stack
 from nmmo.io.files import atomic_write_bytes
 
-__all__ = ["choose", "make_interface", "parallel_env", "policy_interface", "require", "save_weights", "stack_views"]
+__all__ = ["ViewActor", "choose", "make_interface", "parallel_env", "policy_interface", "require", "save_weights",
+           "stack_views"]
 
 
 def make_interface(config: Config, mask: bool = True, infos: str = "fixed", name: str | None = "player_{}") -> Stack:
@@ -87,6 +88,33 @@ def choose(parts: Any, generator: Any, greedy: bool = False) -> Any:
     else:
         picks = [torch.multinomial(part.softmax(-1), 1, generator=generator).squeeze(-1) for part in parts]
     return torch.stack(picks, dim=-1).numpy().astype(np.int64)
+
+
+class ViewActor:
+    """A trained actor acting on the trainer form's views (``{"observation", "action_mask"}`` per
+    agent): subclasses give `parts`, each action part's masked logits for stacked observations; the
+    actor samples each part with a generator `reset` seeds (or takes its argmax when `greedy`)."""
+
+    greedy: bool = False
+
+    def reset(self, seed: int | None = None) -> None:
+        import torch
+
+        self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
+
+    def parts(self, obs: Any, mask: Any) -> Any:
+        """The masked logits of each action part, for (agents, features) observations and masks."""
+        raise NotImplementedError
+
+    def act(self, views: dict) -> dict:
+        if not views:
+            return {}
+        import torch
+
+        ids, obs, mask = stack_views(views)
+        with torch.no_grad():
+            parts = self.parts(obs, mask)
+        return dict(zip(ids, choose(parts, self.generator, self.greedy), strict=True))
 
 
 def resolve(config: Config | str | None) -> Config:

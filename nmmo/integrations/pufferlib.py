@@ -35,7 +35,7 @@ import torch
 from nmmo.config import Config, from_toml
 from nmmo.core.actions import flat_action_sizes
 from nmmo.envs.vector import VectorEnv
-from nmmo.integrations import choose, parallel_env, policy_interface, require, resolve, save_weights, stack_views
+from nmmo.integrations import ViewActor, parallel_env, policy_interface, require, resolve, save_weights
 from nmmo.interfaces import InterfaceAgent
 from nmmo.interfaces.arrays import FlatLayout
 from nmmo.io import torchzip
@@ -122,14 +122,10 @@ class NativeEnv(pufferlib.PufferEnv):
         """Step every world with (rows, 3) integer actions (PufferLib's own action buffer)."""
         out = self.vec.step(np.asarray(actions).reshape(self.num_agents, 3))
         self._ticks += 1
-        # the worlds that reset (their rows now hold the new episode): at the horizon, or without
-        # respawn when nobody survived the step (`nmmo.core.rules.nobody_returns`)
-        survived = (self._alive & ~out.terminated).reshape(len(self._ticks), -1).any(axis=1)
-        over = (self._ticks >= self.config.HORIZON) | (~survived & (not self.respawn))
-        self._ticks[over] = 0
+        ended = out.reset  # every seat of a world that reset (its rows now hold the new episode)
+        self._ticks[ended.reshape(len(self._ticks), -1)[:, 0]] = 0
         self._write(out.obs, out.agent_id, out.alive, out.terminated)
         self.rewards[:] = out.reward
-        ended = np.repeat(over, self.vec.slots)  # every seat of a world that reset, empty ones too
         if self.respawn:
             self.terminals[:] = False
             self.masks[:] = True
@@ -145,7 +141,7 @@ class NativeEnv(pufferlib.PufferEnv):
         """The rows' vectors and masks; a seat without an agent as the trainer form shows it: zeros
         (the final observation on the step its agent died) and the empty seat's mask."""
         ids = np.where(alive, agent_id, 0) if died is None else np.where(died, self._ids, np.where(alive, agent_id, 0))
-        self._alive, self._ids = alive.copy(), np.where(alive, agent_id, 0)
+        self._ids = np.where(alive, agent_id, 0)
         self.layout.write(self.observations, obs, ids, np.repeat(self._ticks, self.vec.slots))  # the dying: their id
         self.layout.write_mask(self._mask, obs)
         if not alive.all():
@@ -283,23 +279,15 @@ def save(policy: Policy, out: str | Path, config: Config, agent_steps: int) -> s
     return str(save_weights(data, Path(out) / "policy.pt"))
 
 
-class _Actor:
-    """A loaded `Policy` acting on the trainer form's views (``{"observation", "action_mask"}``)."""
+class _Actor(ViewActor):
+    """A loaded `Policy` on the trainer form's views: its masked logits per part."""
 
     def __init__(self, policy: Policy, greedy: bool = False) -> None:
         self.policy, self.greedy = policy, greedy
         self.reset(None)
 
-    def reset(self, seed: int | None = None) -> None:
-        self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
-
-    def act(self, views: dict) -> dict:
-        if not views:
-            return {}
-        ids, obs, mask = stack_views(views)
-        with torch.no_grad():
-            logits, _ = self.policy(obs, mask)
-        return dict(zip(ids, choose(logits, self.generator, self.greedy), strict=True))
+    def parts(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.policy(obs, mask)[0]
 
 
 def policy_class(path: str) -> type:

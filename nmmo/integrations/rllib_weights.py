@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from nmmo.config import Config
-from nmmo.integrations import choose, policy_interface, stack_views
+from nmmo.integrations import ViewActor, policy_interface
 from nmmo.interfaces import InterfaceAgent
 from nmmo.io import torchzip
 
@@ -69,9 +69,8 @@ def check(data: Any, where: str) -> dict:
     return data
 
 
-class _Actor:
-    """The exported actor acting on the trainer form's views (``{"observation", "action_mask"}``):
-    masked logits, sampled with a seeded generator (or the argmax)."""
+class _Actor(ViewActor):
+    """The exported actor on the trainer form's views: its layers' logits, masked."""
 
     def __init__(self, data: dict, greedy: bool = False) -> None:
         self.layers = [{k: v.float() if isinstance(v, torch.Tensor) else v for k, v in layer.items()}
@@ -80,16 +79,8 @@ class _Actor:
         self.greedy = greedy
         self.reset(None)
 
-    def reset(self, seed: int | None = None) -> None:
-        self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
-
-    def act(self, views: dict) -> dict:
-        if not views:
-            return {}
-        ids, obs, mask = stack_views(views)
-        with torch.no_grad():
-            logits = actor_logits(self.layers, obs).masked_fill(~mask, -1e9)
-        return dict(zip(ids, choose(logits.split(self.nvec, dim=-1), self.generator, self.greedy), strict=True))
+    def parts(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return actor_logits(self.layers, obs).masked_fill(~mask, -1e9).split(self.nvec, dim=-1)
 
 
 def policy_class(path: str) -> type:

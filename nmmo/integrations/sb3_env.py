@@ -41,7 +41,6 @@ class SeatVecEnv(VecEnv):
     def __init__(self, config: Config | str | None = "trainers_small", num_worlds: int = 1, seed: int = 0, *,
                  workers: int = 0, engine: str | None = None) -> None:
         from nmmo.core.actions import flat_action_sizes
-        from nmmo.core.rules import nobody_returns
         from nmmo.envs.vector import VectorEnv
         from nmmo.interfaces.arrays import FlatLayout
 
@@ -50,7 +49,6 @@ class SeatVecEnv(VecEnv):
         self._vec_args = (VectorEnv, num_worlds, {"workers": workers, "engine": engine})
         self._seed = int(seed)
         self.vec = VectorEnv(self.config, num_worlds, self._seed, workers=workers, engine=engine)
-        self.nobody_returns = nobody_returns(self.config)
         observation = spaces.Box(-np.inf, np.inf, (self.layout.size,), np.float32)
         super().__init__(self.vec.rows, observation, spaces.MultiDiscrete(list(flat_action_sizes(self.config))))
         self._obs = np.zeros((self.num_envs, self.layout.size), np.float32)
@@ -82,9 +80,8 @@ class SeatVecEnv(VecEnv):
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
         out = self.vec.step(self._actions.reshape(self.num_envs, 3).astype(np.int64))
-        survived = (self._ids.astype(bool) & ~out.terminated).reshape(len(self._ticks), -1).any(axis=1)
-        over = (self._ticks + 1 >= self.config.HORIZON) | (~survived & self.nobody_returns)
-        ended = np.repeat(over, self.vec.slots)
+        ended = out.reset  # the seats of worlds that reset: their episode ended (the engine says which)
+        over = ended.reshape(len(self._ticks), -1)[:, 0]
         died = out.terminated
         dones = died | ended
         infos: list[dict] = [{} for _ in range(self.num_envs)]

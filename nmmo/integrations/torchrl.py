@@ -231,12 +231,11 @@ def load_weights(path: str | Path) -> PolicyNet:
 
 
 # ---------------------------------------------------------------- the way back
-class _FlatPolicy:
+class _FlatPolicy(integrations.ViewActor):
     """The saved actor acting on the trainer form's observations (``{"observation", "action_mask"}``
     per agent): a masked sample per part (seeded by `reset`), or the masked argmax when `greedy`."""
 
     path: str = ""
-    greedy: bool = False
 
     def __init__(self, config: Config) -> None:
         self.net = load_weights(self.path)
@@ -246,20 +245,11 @@ class _FlatPolicy:
                              f"has {expected} (PLAYER_N_OBS differs)")
         self.reset(None)
 
-    def reset(self, seed: int | None = None) -> None:
-        self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
-
-    def act(self, view: dict) -> dict:
-        if not view:
-            return {}
-        agents, obs, mask = integrations.stack_views(view)
+    def parts(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if obs.shape[-1] != self.net.arch["obs_dim"]:
             raise ValueError(f"torchrl: {self.path!r} reads observations of {self.net.arch['obs_dim']} numbers, "
                              f"this config gives {obs.shape[-1]} (trained on another config)")
-        with torch.no_grad():
-            logits = self.net(obs).masked_fill(~mask, -math.inf)
-        rows = integrations.choose(logits.split(self.net.arch["nvec"], dim=-1), self.generator, self.greedy)
-        return dict(zip(agents, rows, strict=True))
+        return self.net(obs).masked_fill(~mask, -math.inf).split(self.net.arch["nvec"], dim=-1)
 
 
 def policy_class(path: str, greedy: bool = False) -> type:

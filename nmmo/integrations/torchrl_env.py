@@ -129,9 +129,9 @@ class NativeEnv(EnvBase):
         out = self.vec.step(actions)
         self._ticks += 1
         w, s = self.batch_size[0], self.config.PLAYER_N
-        survived = (self._alive & ~out.terminated).reshape(w, s).any(axis=1)
-        over = (self._ticks >= self.config.HORIZON) | (~survived & (not self.respawn))
-        ended = np.repeat(over, s)
+        ended = out.reset  # the seats of worlds that reset (the engine says which)
+        over = ended.reshape(w, s)[:, 0]
+        nobody_left = over & (self._ticks < self.config.HORIZON)  # the world's episode terminated
         terminated = np.zeros(w * s, bool) if self.respawn else out.terminated & self._alive
         truncated = ended & ~terminated
         ticks_now = self._seat_ticks()
@@ -154,8 +154,7 @@ class NativeEnv(EnvBase):
             self._obs, self._mask = next_obs, next_mask
         self._alive = out.alive.copy()
         self._ids = np.where(out.alive, out.agent_id, 0)
-        ended_dead = over & ~survived & (not self.respawn)  # nobody left: the world's episode terminated
-        td = self._out(next_obs, next_mask, done=over, terminated=ended_dead, truncated=over & ~ended_dead)
+        td = self._out(next_obs, next_mask, done=over, terminated=nobody_left, truncated=over & ~nobody_left)
         td[GROUP, "done"] = torch.from_numpy((terminated | truncated).reshape(w, s, 1))
         td[GROUP, "terminated"] = torch.from_numpy(terminated.reshape(w, s, 1))
         td[GROUP, "truncated"] = torch.from_numpy(truncated.reshape(w, s, 1))

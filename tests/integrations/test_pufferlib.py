@@ -163,7 +163,7 @@ def test_no_per_agent_dict_between_the_engine_and_the_native_env(monkeypatch):
     """Neither dict translation runs for the native env; the trainer form needs both (the control)."""
     from nmmo.integrations import parallel_env
 
-    from .dict_guard import forbid_dict_translations
+    from .helpers import forbid_dict_translations
 
     forbid_dict_translations(monkeypatch)
     env = puffer.NativeEnv(CONFIG, 2, seed=1)

@@ -125,31 +125,15 @@ def test_train_reports_agent_steps_and_saves_a_checkpoint_that_exports_and_plays
 
     # the way back: the owner exports the actor as weights (checked against the module's own logits)
     import nmmo
-    from evaluation.submission import SubprocessPolicy, make_handle
-    from nmmo.policy import is_data_spec, load_policy_class
+    from nmmo.policy import is_data_spec
+
+    from .helpers import plays_in_the_sandbox
 
     nmmo_rllib.main(["export", str(tmp_path / "ckpt"), str(tmp_path / "actor.pt")])
     spec = f"rllib:{tmp_path / 'actor.pt'}"
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["exported"] == str(tmp_path / "actor.pt")
     assert is_data_spec(spec)
-    config = nmmo.config.resolve(CONFIG)
-    local = load_policy_class(spec)(config)
-    handle = make_handle(spec, config)
-    assert isinstance(handle, SubprocessPolicy)  # a weights file is a submission: it plays in the sandbox
-    env = nmmo.Env(config, seed=2)
-    obs, _ = env.reset()
-    handle.reset(4)
-    local.reset(4)
-    try:
-        for _ in range(3):
-            live = {a: o for a, o in obs.items() if a in env.agents}
-            handle.submit(live)
-            actions = handle.collect()
-            assert actions == local.act(live) and set(actions) == set(live)
-            obs, _, _, _, infos = env.step(actions)
-            assert not any(info.get("invalid_actions") for info in infos.values())  # masked at play
-    finally:
-        handle.close()
-    assert handle.faults.messages == []
+    for infos in plays_in_the_sandbox(spec, nmmo.config.resolve(CONFIG), seed=4):
+        assert not any(info.get("invalid_actions") for info in infos.values())  # masked at play
     with pytest.raises(ValueError, match="no module"):
         nmmo_rllib.export(tmp_path / "ckpt", tmp_path / "other.pt", policy="nobody")

@@ -142,26 +142,9 @@ def test_saved_model_plays_back_as_sb3_spec(trained, config):
 
 
 def test_saved_model_plays_in_the_submission_sandbox(trained, config):
-    from evaluation.submission import SubprocessPolicy, make_handle
+    from .helpers import plays_in_the_sandbox
 
-    spec = f"sb3:{trained[2]}"
-    handle = make_handle(spec, config)
-    assert isinstance(handle, SubprocessPolicy)  # a model file is a submission
-    local = load_policy_class(spec)(config)
-    env = nmmo.Env(config, seed=2)
-    obs, _ = env.reset()
-    handle.reset(9)
-    local.reset(9)
-    try:
-        for _ in range(3):
-            live = {a: o for a, o in obs.items() if a in env.agents}
-            handle.submit(live)
-            actions = handle.collect()
-            assert actions == local.act(live) and set(actions) == set(live)
-            obs, *_ = env.step(actions)
-    finally:
-        handle.close()
-    assert handle.faults.messages == [] and handle.faults.dropped_actions == 0
+    plays_in_the_sandbox(f"sb3:{trained[2]}", config, seed=9)
 
 
 def _zip(path, members):

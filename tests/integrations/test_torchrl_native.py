@@ -26,7 +26,7 @@ def masked_actions(td, rng: np.random.Generator) -> torch.Tensor:
 
 
 def test_native_torchrl_env_passes_its_spec_check_and_plays_through_the_horizon(monkeypatch):
-    from .dict_guard import forbid_dict_translations
+    from .helpers import forbid_dict_translations
 
     forbid_dict_translations(monkeypatch)
     env = NativeEnv(CONFIG, num_worlds=2, seed=4)
