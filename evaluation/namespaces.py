@@ -44,7 +44,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from nmmo.policy import PATH_SCHEMES
+from nmmo.policy import PATH_SCHEMES, names_a_path
 
 #: The uid and gid a submission runs as inside its user namespace.
 NOBODY = 65534
@@ -257,7 +257,7 @@ def visible_paths(spec: str) -> list[str]:
     where, sep, _ = spec.rpartition(":")
     if not sep:
         return []
-    if where.endswith(".py") or os.sep in where:
+    if names_a_path(where):
         return [where]
     if all(part.isidentifier() for part in where.split(".")):
         found = module_location(where)

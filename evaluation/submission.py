@@ -15,6 +15,7 @@ policy cannot even be built, its agents idle for the rest of the episode.
 from __future__ import annotations
 
 import abc
+import functools
 import importlib.util
 import os
 import sys
@@ -39,7 +40,7 @@ from evaluation.sandbox import (
 from nmmo.config import Config
 from nmmo.core.actions import UNREADABLE_ROW, action_rows, rows_in_space, rows_to_actions
 from nmmo.core.layout import ObsBatch, from_dicts
-from nmmo.policy import BUILTIN, PATH_SCHEMES, act_rows, load_policy_class
+from nmmo.policy import BUILTIN, PATH_SCHEMES, act_rows, load_policy_class, names_a_path
 
 #: A tick without actions (ids, rows).
 NO_ACTIONS = (np.zeros(0, dtype=np.int64), np.zeros((0, 3), dtype=np.int64))
@@ -99,10 +100,11 @@ def validate_actions(actions: Any, controlled: set[int] | frozenset[int],
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
+@functools.cache
 def trusted_specs() -> frozenset[str]:
     """The exact specs that run in-process: the built-ins, each shipped bot (``scripted:NAME``) and
     each shipped baseline (``baseline:NAME``, a weights file in baselines/weights/). Everything
-    else, whatever its prefix, is a submission."""
+    else, whatever its prefix, is a submission. Found once per process (a failure is not kept)."""
     bots = shipped_module("scripted").BOTS
     weights = sorted(path.stem for path in (PROJECT_DIR / "baselines" / "weights").glob("*.pt"))
     return frozenset([*BUILTIN, *(f"scripted:{name}" for name in bots), *(f"baseline:{name}" for name in weights)])
@@ -123,10 +125,11 @@ def load_trusted(spec: str) -> type:
     """The class of a spec to run in-process; a registered name's is checked to be defined by this
     install's own code. (`make_handle` runs only registered names in-process; a caller that builds
     an `InProcessPolicy` itself runs what it names.)"""
-    if spec.startswith("baseline:") and is_trusted(spec):
+    trusted = is_trusted(spec)
+    if trusted and spec.startswith("baseline:"):
         shipped_module("baselines")  # this install's, checked before its code runs
     cls = load_policy_class(spec)
-    if not is_trusted(spec):
+    if not trusted:
         return cls
     where = Path(getattr(sys.modules.get(cls.__module__), "__file__", "") or "").resolve()
     if PROJECT_DIR not in where.parents:
@@ -149,7 +152,7 @@ def worker_spec(spec: str) -> str:
     if sep and scheme in PATH_SCHEMES:
         return f"{scheme}:{Path(argument).resolve()}"
     where, sep, name = spec.rpartition(":")
-    if sep and (where.endswith(".py") or "/" in where):
+    if sep and names_a_path(where):
         return f"{Path(where).resolve()}:{name}"
     return spec
 

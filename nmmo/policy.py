@@ -212,6 +212,12 @@ def syntax_error_line(err: SyntaxError, path: str) -> str:
     return f"{path}:{err.lineno}: syntax error: {err.msg}" + (f": {code}" if code else "")
 
 
+def names_a_path(where: str) -> bool:
+    """Whether the part of a spec before its ``:Name`` is a file or folder path (``x.py``, anything
+    with a '/'), not a dotted module name: the one rule every reader of specs uses."""
+    return where.endswith(".py") or "/" in where
+
+
 def _import_path(path: Path, where: str, what: str) -> Any:
     """The module of a ``file.py`` or of a folder (its ``__init__.py``, with the folder as the
     package's path, so that its relative imports find the files beside it)."""
@@ -251,7 +257,7 @@ def import_spec(spec: str, what: str = "object") -> Any:
         raise ValueError(f"{what} spec {spec!r} needs the form pkg.module:Name, path/to/file.py:Name or "
                          "path/to/folder:Name")
     where, name = spec.rsplit(":", 1)
-    if where.endswith(".py") or "/" in where:
+    if names_a_path(where):
         module = _import_path(Path(where), where, what)
     else:
         try:

@@ -29,8 +29,10 @@ def load_env_class(env: type | str | None) -> type:
 def env_spec(env: type | str | None) -> str | None:
     """`env` as a string a worker process or Ray actor can load: file paths made absolute (workers
     may run elsewhere on disk), classes named by their importable module."""
+    from nmmo.policy import names_a_path
+
     if env is None or isinstance(env, str):
-        if isinstance(env, str) and env.rsplit(":", 1)[0].endswith(".py"):
+        if isinstance(env, str) and names_a_path(env.rsplit(":", 1)[0]):
             where, name = env.rsplit(":", 1)
             return f"{Path(where).resolve()}:{name}"
         return env
