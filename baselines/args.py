@@ -19,7 +19,7 @@ from nmmo.config.checks import GAME_NAMES
 #: Fields whose flags take only these values.
 CHOICES = {"task_curriculum": ("", "edge"), "backend": ("process", "ray"), "device": ("cpu", "cuda"),
            "league_sampling": ("uniform", "latest", "rating"),
-           "game": GAME_NAMES}
+           "game": GAME_NAMES, "arch": ("lstm", "mlp")}
 #: Fields that are not flags (set from Python only).
 NOT_FLAGS = ("extra",)
 
@@ -67,8 +67,12 @@ class Args:
     """Stop after this many agent-steps (0: only the time budget)."""
     iterations: int = 0
     """Stop after this many PPO iterations (0: no limit)."""
+    arch: str = "lstm"
+    """The network: "lstm" (tile and entity encoders, an LSTM core, a pointer head over the entities:
+    `baselines.model.Policy`) or "mlp" (the trainer recipes' feedforward MLP over the flat observation,
+    `baselines.model.MLPPolicy`, to compare a recipe's loop with this one on the same network)."""
     hidden: int = 64
-    """LSTM hidden size (and width of the fused state)."""
+    """LSTM hidden size (and width of the fused state); with --arch mlp, the MLP's width."""
     lr: float = 3e-4
     """Adam learning rate."""
     gamma: float = 0.99
@@ -106,6 +110,9 @@ class Args:
     """Continue from OUT/checkpoint.pt (OUT: --out)."""
     wandb: bool = False
     """Log to Weights & Biases too (offline unless WANDB_MODE says otherwise)."""
+    tensorboard: bool = True
+    """Write TensorBoard event files to OUT/tensorboard (torch's SummaryWriter; view them with
+    `tensorboard --logdir OUT`)."""
     league: bool = False
     """Population play: train against a league of past snapshots and scripted bots (`baselines.league`)."""
     league_sampling: str = "uniform"

@@ -11,6 +11,11 @@ batch that hold an entity, H = hidden):
 - `Policy`: tile code, own code and pooled code fused into (B, H), an LSTM core (hidden H), and
   heads that respect the ActionTargets masks: Move (5), Attack style (3), Attack target as a pointer
   over the entity codes plus a no-op logit (N + 1), and a value.
+- `MLPPolicy` (``nmmo train --arch mlp``): the trainer recipes' network under the same interface, a
+  feedforward MLP over the flat observation, so a recipe and `nmmo train` can be compared with one
+  network on both sides.
+
+`build` makes either from a checkpoint's ``model_kwargs``.
 
 The model does not depend on N: a checkpoint trained with 32 entity rows plays with 100.
 """
@@ -134,8 +139,13 @@ class Policy(nn.Module):
         self.noop = nn.Linear(hidden, 1)
         self.value = nn.Linear(hidden, 1)
 
+    @property
+    def state_size(self) -> int:
+        """Width of the memory kept per agent between steps."""
+        return self.hidden
+
     def initial_state(self, batch: int, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
-        zeros = torch.zeros(1, batch, self.hidden, device=device)
+        zeros = torch.zeros(1, batch, self.state_size, device=device)
         return zeros, zeros.clone()
 
     def encode(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, EntityCodes]:
@@ -188,6 +198,70 @@ class Policy(nn.Module):
             h, c = self._cell(gates_x[step], h * keep[step], c * keep[step])
             outputs.append(h)
         return self.heads(torch.stack(outputs).view(t * b, -1), entities, obs)
+
+
+class MLPPolicy(nn.Module):
+    """The PufferLib recipe's network (`nmmo.integrations.pufferlib_ppo.Policy`) behind `Policy`'s
+    interface: the observation's non-mask fields flattened in the trainer form's order (sorted by
+    their dict key: entity, task, tile), symlog-scaled, two tanh layers of `hidden`, one linear
+    actor over the three action parts (masked like `Policy`'s) and a linear critic. It keeps no
+    memory: its state is a dummy of width 1 that `nmmo train`'s loop carries unchanged. The one
+    input difference from the recipe: no agent-id and tick scalars (2 of its ~1,200 inputs)."""
+
+    def __init__(self, fields: list[str], obs_size: int, targets: int, hidden: int = 128) -> None:
+        super().__init__()
+        self.kwargs = {"arch": "mlp", "fields": list(fields), "obs_size": int(obs_size), "targets": int(targets),
+                       "hidden": int(hidden)}
+        self.hidden, self.task = hidden, None
+        self.trunk = nn.Sequential(nn.Linear(obs_size, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.actor = nn.Linear(hidden, 5 + 3 + targets)
+        self.critic = nn.Linear(hidden, 1)
+        for layer in (*self.trunk[::2], self.actor, self.critic):  # CleanRL's init, as the recipe's layer_init
+            nn.init.orthogonal_(layer.weight, {self.actor: 0.01, self.critic: 1.0}.get(layer, 2 ** 0.5))
+            nn.init.zeros_(layer.bias)
+
+    @classmethod
+    def for_config(cls, config, hidden: int = 128, task: bool = True) -> MLPPolicy:
+        """Sized for `config`'s observation (its task embedding left out when `task` is False)."""
+        from nmmo.interfaces.arrays import SCALARS, FlatLayout
+
+        layout = FlatLayout.of(config)
+        names = [n for n in layout.slices if n not in SCALARS.values() and (task or n != "task")]
+        size = sum(layout.slices[n].stop - layout.slices[n].start for n in names)
+        return cls(names, size, config.PLAYER_N_OBS + 1, hidden)
+
+    @property
+    def state_size(self) -> int:
+        return 1
+
+    def initial_state(self, batch: int, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+        zeros = torch.zeros(1, batch, 1, device=device)
+        return zeros, zeros.clone()
+
+    def _heads(self, obs: dict[str, torch.Tensor]):
+        x = torch.cat([obs[name].reshape(len(obs[name]), -1).float() for name in self.kwargs["fields"]], dim=-1)
+        hidden = self.trunk(torch.sign(x) * torch.log1p(x.abs()))
+        move, style, target = self.actor(hidden).split([5, 3, self.kwargs["targets"]], dim=-1)
+        move = move.masked_fill(obs["move_mask"] == 0, NEG)
+        style = style.masked_fill(obs["style_mask"] == 0, NEG)
+        style = torch.where((obs["style_mask"].sum(-1, keepdim=True) > 0), style, torch.zeros_like(style))
+        target = target.masked_fill(obs["target_mask"] == 0, NEG)
+        return move, style, target, self.critic(hidden).squeeze(-1)
+
+    def forward(self, obs: dict[str, torch.Tensor], state, reset: torch.Tensor):
+        return (*self._heads(obs), state)
+
+    def unroll(self, obs: dict[str, torch.Tensor], state, resets: torch.Tensor):
+        return self._heads(obs)
+
+
+def build(kwargs: dict) -> Policy | MLPPolicy:
+    """The network a checkpoint's ``model_kwargs`` describe (no ``arch``: the recurrent `Policy`)."""
+    kwargs = dict(kwargs)
+    arch = kwargs.pop("arch", "lstm")
+    if arch not in ("lstm", "mlp"):
+        raise ValueError(f"model_kwargs: unknown arch {arch!r} (lstm or mlp)")
+    return MLPPolicy(**kwargs) if arch == "mlp" else Policy(**kwargs)
 
 
 def to_tensors(obs: dict[str, np.ndarray], device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:

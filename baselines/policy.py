@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from baselines.model import Policy
+from baselines import model as models
 from baselines.ppo import act, load_checkpoint
 from nmmo.config import Config
 from nmmo.core.layout import ObsBatch
@@ -30,7 +30,7 @@ class CheckpointPolicy(ArrayPolicy):
                  greedy: bool = False) -> None:
         super().__init__(config)
         checkpoint = load_checkpoint(path or self.path)
-        self.model = Policy(**checkpoint["model_kwargs"])
+        self.model = models.build(checkpoint["model_kwargs"])
         self.model.load_state_dict(checkpoint["model"])
         self.model.eval()
         self.greedy = greedy
@@ -50,7 +50,7 @@ class CheckpointPolicy(ArrayPolicy):
             return np.zeros((0, 3), dtype=np.int64)
         ids = batch.ids.tolist()
         tensors = {name: torch.as_tensor(values) for name, values in batch.items()}
-        zeros = torch.zeros(self.model.hidden)
+        zeros = torch.zeros(self.model.state_size)
         h = torch.stack([self.memory.get(i, (zeros, zeros))[0] for i in ids]).unsqueeze(0)
         c = torch.stack([self.memory.get(i, (zeros, zeros))[1] for i in ids]).unsqueeze(0)
         with torch.no_grad():

@@ -4,8 +4,9 @@ Shared weights across all agents; rollouts from `nmmo.envs.vector.VectorEnv` (no
 hot path: one batched forward per tick for every agent slot of every env); the LSTM memory of a slot
 is reset when a new agent takes it; GAE, clipped objective, value loss, entropy bonus; minibatches
 are sets of whole slot sequences so the recurrence replays in order. Logs a CSV/JSON row per
-iteration and PNG curves; wandb only when asked (offline unless you are logged in). Checkpoints are
-written atomically and `--resume` continues from one, step count included.
+iteration, PNG curves and TensorBoard event files (OUT/tensorboard); wandb only when asked
+(offline unless you are logged in). Checkpoints are written atomically and `--resume` continues
+from one, step count included.
 
     python -m baselines.ppo --config train_small --minutes 20
     nmmo train --config small_maps --minutes 20
@@ -18,6 +19,7 @@ import dataclasses
 import io
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -28,8 +30,9 @@ from torch import nn
 from baselines import checkpoint
 from baselines.args import Args, add_arguments, args_from
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
-from baselines.model import Policy, parameter_count, to_tensors
+from baselines.model import MLPPolicy, Policy, parameter_count, to_tensors
 from baselines.task_log import TaskTally, task_curves
+from baselines.tb_log import TensorBoardLog
 from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
 from nmmo import console
@@ -118,7 +121,10 @@ def train(args: Args) -> dict:
                     ray_address=args.ray_address, env=args.env)
     side = 2 * config.PLAYER_VISION_RADIUS + 1
     task_dim = EMBEDDING_SIZE if config.has_tasks() and not args.task_blind else 0  # blind: no task input
-    model = Policy(side=side, hidden=args.hidden, task_dim=task_dim).to(args.device)
+    if args.arch == "mlp":
+        model = MLPPolicy.for_config(config, args.hidden, task=bool(task_dim)).to(args.device)
+    else:
+        model = Policy(side=side, hidden=args.hidden, task_dim=task_dim).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
     rng = np.random.default_rng(args.seed)  # minibatch shuffles: the same seed gives the same run
     step, iteration = 0, 0
@@ -136,7 +142,9 @@ def train(args: Args) -> dict:
     else:  # a fresh run: logs and curves of an earlier run in this directory must not mix in
         for name in ("log.csv", "log.jsonl", "curves.png", "tasks.png"):
             (out / name).unlink(missing_ok=True)
+        shutil.rmtree(out / "tensorboard", ignore_errors=True)
     run = _wandb(args, config) if args.wandb else None
+    board = TensorBoardLog(out) if args.tensorboard else None
     learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
     opponents = Opponents(config, args.num_envs, args.seed) if league else None
     teacher = Teacher(config, args.teacher, args.num_envs, args.seed) if args.teacher and args.teacher_steps else None
@@ -241,6 +249,8 @@ def train(args: Args) -> dict:
             _append_log(out, row)
             if run is not None:
                 run.log(row, step=step)
+            if board is not None:
+                board.log(row, step)
             bar.set_postfix_str(f"iteration {iteration}, {row['agent_steps_per_s']:.0f} agent-steps/s, "
                                 f"lifetime {row.get('lifetime', float('nan')):.1f}")
             bar.update(int(valid.sum()))
@@ -249,6 +259,8 @@ def train(args: Args) -> dict:
         vec.close()
         if run is not None:
             run.finish()
+        if board is not None:
+            board.close()
     curves(out)
     task_curves(out, read_log(out))
     weights = out / "weights.pt"
@@ -298,6 +310,9 @@ def _check_resume(ckpt: dict, model: Policy, config) -> None:
     if "config_toml" in ckpt and ckpt["config_toml"] != config.to_toml():
         theirs, ours = first_difference(ckpt["config_toml"], config.to_toml())
         raise ValueError(f"cannot resume: the checkpoint's config {theirs}, this run's config {ours}")
+    theirs, ours = ckpt.get("model_kwargs", {}).get("arch", "lstm"), model.kwargs.get("arch", "lstm")
+    if theirs != ours:
+        raise ValueError(f"cannot resume: the checkpoint's network is --arch {theirs}, this run asks for --arch {ours}")
     changed = [k for k, v in model.kwargs.items() if ckpt.get("model_kwargs", {}).get(k, v) != v]
     if changed:
         raise ValueError("cannot resume: " + ", ".join(

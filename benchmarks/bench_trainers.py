@@ -22,6 +22,12 @@ budget. The figure is each run's own count: agent-steps over the seconds of its 
     python benchmarks/bench_trainers.py                          # both tables, 20k agent-steps each
     python benchmarks/bench_trainers.py --agent-steps 50000 --only sb3 ours --no-env-side
     python benchmarks/bench_trainers.py --env-side --env-steps 300 --rounds 2
+    python benchmarks/bench_trainers.py --same-network --agent-steps 50000 --rounds 2
+
+``--same-network`` runs only the pair that compares loops: the PufferLib recipe on its native env
+and `nmmo train --arch mlp` (`baselines.model.MLPPolicy`, the recipe's network under our loop),
+with the same network, PPO batch (64 ticks a rollout, 2 epochs of 4 minibatches), worlds
+(``--num-envs``) and one torch thread on both sides (`SAME_NETWORK`).
 """
 
 from __future__ import annotations
@@ -55,23 +61,61 @@ def last_json(text: str) -> dict:
     raise ValueError(f"no JSON result line in the output:\n{text[-2000:]}")
 
 
-def run_recipe(name: str, config: str, agent_steps: int, seed: int, out: Path) -> dict:
+def run_recipe(name: str, config: str, agent_steps: int, seed: int, out: Path, extra: tuple[str, ...] = (),
+               label: str | None = None) -> dict:
     command = [sys.executable, "-m", f"nmmo.integrations.{name}", "--config", config,
-               "--agent-steps", str(agent_steps), "--seed", str(seed), "--out", str(out / name)]
-    return run(command, name, lambda stdout: last_json(stdout))
+               "--agent-steps", str(agent_steps), "--seed", str(seed), "--out", str(out / (label or name)), *extra]
+    return run(command, label or name, lambda stdout: last_json(stdout))
 
 
-def run_ours(config: str, agent_steps: int, seed: int, out: Path, num_envs: int) -> dict:
-    where = out / "ours"
+def run_ours(config: str, agent_steps: int, seed: int, out: Path, num_envs: int, extra: tuple[str, ...] = (),
+             label: str = "ours") -> dict:
+    where = out / label
     command = [sys.executable, "-m", "nmmo", "train", "--config", config, "--total-steps", str(agent_steps),
                "--seed", str(seed), "--num-envs", str(num_envs), "--out", str(where), "--no-progress",
-               "--no-wandb"]
+               "--no-wandb", *extra]
 
     def parse(_stdout: str) -> dict:
         last = json.loads((where / "log.jsonl").read_text().strip().splitlines()[-1])
-        return {"agent_steps": last["step"], "seconds": last["seconds"], "agent_steps_per_s": last["agent_steps_per_s"]}
+        # end to end, as the recipes count: every agent-step over the loop's seconds (checkpoints included),
+        # not the last iteration's own rate (its log's agent_steps_per_s)
+        return {"agent_steps": last["step"], "seconds": last["seconds"],
+                "agent_steps_per_s": last["step"] / max(last["seconds"], 1e-9)}
 
-    return run(command, "ours", parse)
+    return run(command, label, parse)
+
+
+#: The settings both sides of the same-network pair share (``--same-network``): the PufferLib recipe's
+#: network (an MLP of two tanh layers of 128 over the flat observation, one masked actor, a critic) and its
+#: PPO batch (64 ticks a rollout, 2 epochs of 4 minibatches), one torch thread.
+SAME_NETWORK = {"ours_mlp": ("--arch", "mlp", "--hidden", "128", "--rollout-len", "64", "--epochs", "2",
+                             "--minibatches", "4", "--threads", "1"),
+                "pufferlib": ()}
+
+
+def same_network(config: str, agent_steps: int, seed: int, out: Path, worlds: int, rounds: int) -> dict:
+    """The PufferLib recipe and `nmmo train --arch mlp` on the same network, batch and worlds, in
+    alternating order over `rounds`; each side's agent-steps/s per round and the ratio of the means."""
+    rows: dict[str, list[dict]] = {name: [] for name in SAME_NETWORK}
+    for k in range(rounds):
+        for name in (list(SAME_NETWORK) if k % 2 == 0 else list(SAME_NETWORK)[::-1]):
+            label = f"{name}_{k}"
+            if name == "ours_mlp":
+                rows[name].append(run_ours(config, agent_steps, seed, out, worlds, SAME_NETWORK[name], label))
+            else:
+                rows[name].append(run_recipe(name, config, agent_steps, seed, out, ("--n-envs", str(worlds)), label))
+    rates = {name: [r["agent_steps_per_s"] for r in runs if "error" not in r] for name, runs in rows.items()}
+    ratio = (float(np.mean(rates["pufferlib"]) / np.mean(rates["ours_mlp"]))
+             if all(rates.values()) else None)
+    table = Table(title=f"Same network and batch: PufferLib recipe vs nmmo train --arch mlp, {config}, "
+                        f"{worlds} worlds, {agent_steps:,} agent-steps a run")
+    for column in ("trainer", *(f"round {k + 1}" for k in range(rounds)), "mean agent-steps/s"):
+        table.add_column(column, justify="left" if column == "trainer" else "right")
+    for name, values in rates.items():
+        table.add_row(name, *(f"{v:,.0f}" for v in values), f"{np.mean(values):,.0f}" if values else "-")
+    Console(width=120).print(table)
+    print(f"pufferlib / ours_mlp: {ratio:.2f}" if ratio is not None else "a run failed: no ratio", flush=True)
+    return {"runs": rows, "ratio": ratio}
 
 
 def run(command: list[str], name: str, parse) -> dict:
@@ -336,9 +380,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env-warmup", type=int, default=20, help="untimed steps before them")
     parser.add_argument("--rounds", type=int, default=2, help="env-side rounds (the arms' order alternates)")
     parser.add_argument("--env-arms", nargs="+", choices=ENV_ARMS, default=list(ENV_ARMS))
+    parser.add_argument("--same-network", action="store_true",
+                        help="only the PufferLib recipe against nmmo train --arch mlp: same network, batch and "
+                             "worlds (--num-envs), --rounds rounds in alternating order")
     args = parser.parse_args(argv)
     print(f"machine: {machine()}", flush=True)
     print(f"command: {shlex.join([sys.executable, *sys.argv])}", flush=True)
+    if args.same_network:
+        with tempfile.TemporaryDirectory(prefix="bench_trainers_") as tmp:
+            result = same_network(args.config, args.agent_steps, args.seed, Path(tmp), args.num_envs, args.rounds)
+        if args.json:
+            args.json.write_text(json.dumps({"same_network": result}, indent=2))
+        return
     env_results = None
     if not args.no_env_side:
         env_results = env_side(args.env_config, args.env_worlds, args.env_steps, args.env_warmup, args.rounds,

@@ -65,6 +65,23 @@ def test_checkpoint_plays_as_a_policy_and_paints_a_value_overlay(tmp_path):
     assert low < high and (heat == 0).mean() > 0.9  # unvisited tiles (most of the map) hold the lowest mean
 
 
+def test_the_mlp_network_trains_plays_and_is_not_resumed_as_the_lstm(tmp_path):
+    """--arch mlp: the recipes' MLP under this loop; its checkpoint plays as ckpt: and names its network."""
+    train(tiny_args(tmp_path, iterations=1, arch="mlp", hidden=32))
+    kwargs = load_checkpoint(tmp_path / "checkpoint.pt")["model_kwargs"]
+    assert kwargs["arch"] == "mlp" and kwargs["fields"] == ["entity", "tile"]
+    conf = nmmo.config.load("train_small").set("HORIZON", 6)
+    env = nmmo.Env(conf, seed=0)
+    policy = nmmo.policy.load_policy_class(f"ckpt:{tmp_path / 'checkpoint.pt'}")(conf)
+    obs, _ = env.reset()
+    while env.agents:
+        obs, _, _, _, infos = env.step(policy.act({a: o for a, o in obs.items() if a in env.agents}))
+        assert not any("invalid_actions" in i for i in infos.values())
+    assert len(policy.last_values) > 0
+    with pytest.raises(ValueError, match="--arch mlp, this run asks for --arch lstm"):
+        train(tiny_args(tmp_path, iterations=2, hidden=32, resume=True))
+
+
 def test_a_checkpoint_named_relative_to_the_working_directory_plays_in_a_tournament(tmp_path, monkeypatch):
     """Submissions run in a directory of their own: a relative ckpt: path must still find its file."""
     from evaluation.tournament import run_tournament
