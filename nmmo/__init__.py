@@ -4,12 +4,7 @@ The import package is ``nmmo``. Start with ``nmmo.Env`` (a PettingZoo ParallelEn
 in ``nmmo.config``.
 """
 
-from nmmo import (
-    _moved,  # noqa: F401 - installs the finder of old module paths (they import with a DeprecationWarning)
-    config,
-    interfaces,
-    policy,
-)
+from nmmo import config, interfaces, policy
 from nmmo.config import Config, ConfigError
 from nmmo.core import world
 from nmmo.core.actions import ActionError

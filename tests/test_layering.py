@@ -221,21 +221,14 @@ def test_engine_modules_stay_small():
     assert {name: n for name, n in sizes.items() if n > LINE_LIMIT and name not in DATA_MODULES} == {}
 
 
-# ------------------------------------------------------------------ moved module paths
-def test_old_module_paths_are_the_new_modules_with_a_warning():
-    import importlib
+# ------------------------------------------------------------------ no import hooks
+def test_importing_nmmo_installs_no_import_hook_and_old_paths_are_gone():
+    """The package was never released: modules that moved have one path, and `import nmmo` leaves
+    `sys.meta_path` as it found it (no finder answering for old names)."""
+    import subprocess
     import sys
 
-    import pytest
-
-    from nmmo._moved import MOVED
-
-    for old, new in {**MOVED, "nmmo.systems" + ".combat": "nmmo.core.systems.combat"}.items():
-        sys.modules.pop(old, None)
-        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
-            module = importlib.import_module(old)
-        assert module is importlib.import_module(new), old
-    with pytest.warns(DeprecationWarning):
-        sys.modules.pop("nmmo" + ".env", None)
-        Env = importlib.import_module("nmmo" + ".env").Env
-    assert Env is importlib.import_module("nmmo").Env
+    code = ("import sys; before = list(sys.meta_path); import nmmo, nmmo.integrations, nmmo.cli; "
+            "assert sys.meta_path == before, sys.meta_path; import importlib.util as u; "
+            "assert u.find_spec('nmmo.vector') is None and u.find_spec('nmmo.env') is None")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
