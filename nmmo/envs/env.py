@@ -24,12 +24,14 @@ in ``infos[agent]["achievement_points"]`` then, or whenever ``env.report_achieve
 with PLAYER_TEAM_SPIRIT =
 alpha > 0 each reward becomes alpha * team mean + (1 - alpha) * own.
 
-Lifetime metrics arrive in ``infos[agent]["life"]`` when an agent dies or the episode ends
-("episode", the key SB3 reserves, is a deprecated alias until the next release).
+Lifetime metrics arrive in ``infos[agent]["life"]`` when an agent dies or the episode ends (never
+under "episode", the key SB3 and gymnasium reserve).
 
 Global state (`state()`, `state_space`): for centralized critics, see `nmmo.envs.global_state`.
 
-Version history: v0 (this) — first release; 0.2: "life" infos key, numeric infos, no all-zero mask.
+The env's id is ``nmmo_v0`` (PettingZoo's versioned names): it changes when a trajectory for the
+same seed and actions would. The package's own version is ``nmmo.__version__``; CHANGELOG.md lists
+what changed.
 
 """
 
@@ -375,18 +377,15 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
 
     # ------------------------------------------------------------- render
     def render(self) -> np.ndarray | None:
-        """rgb_array: the map coloured by material with players white and NPCs black."""
+        """rgb_array: the map coloured by material with players white and NPCs black
+        (`nmmo.core.render`, which ``nmmo replay export`` draws replays with too)."""
         if self.render_mode != "rgb_array" or self.realm.state is None:
             return None
-        from nmmo.core.world import material_rgb
+        from nmmo.core.render import entities_rgb
 
-        state = self.realm.state
-        image = material_rgb(state.tiles.material).copy()
-        ent = state.entities
+        ent = self.realm.state.entities
         alive = np.flatnonzero(ent.alive)
-        colours = np.where((alive < ent.n_players)[:, None], 255, 0).astype(np.uint8)
-        image[ent.row[alive], ent.col[alive]] = colours
-        return image
+        return entities_rgb(self.realm.state.tiles.material, ent.row[alive], ent.col[alive], alive < ent.n_players)
 
     def close(self) -> None:
         """Nothing to release; present for the PettingZoo API."""
