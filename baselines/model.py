@@ -201,7 +201,7 @@ class Policy(nn.Module):
 
 
 class MLPPolicy(nn.Module):
-    """The PufferLib recipe's network (`nmmo.integrations.pufferlib_ppo.Policy`) behind `Policy`'s
+    """The PufferLib recipe's network (`nmmo.integrations.pufferlib.Policy`) behind `Policy`'s
     interface: the observation's non-mask fields flattened in the trainer form's order (sorted by
     their dict key: entity, task, tile), symlog-scaled, two tanh layers of `hidden`, one linear
     actor over the three action parts (masked like `Policy`'s) and a linear critic. It keeps no

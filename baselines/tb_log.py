@@ -1,5 +1,6 @@
-"""TensorBoard event files of a training run, in OUT/tensorboard: every number of each log row as
-a scalar at the run's agent-step count, so ``tensorboard --logdir OUT`` shows what log.jsonl holds.
+"""TensorBoard event files of a training run (`nmmo train`'s OUT/tensorboard, the hand-written
+recipes' and RLlib's): every number of each log row as a scalar at the run's agent-step count, so
+``tensorboard --logdir OUT`` shows what the log holds.
 
 The writer is torch's own `SummaryWriter`, which needs the `tensorboard` package (in the ``train``
 extra): the same package reads the files back (its `EventAccumulator`), and torch users have it
@@ -27,21 +28,33 @@ def tag(key: str) -> str:
     return f"{section}/{key}"
 
 
+def flatten(row: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a/b": 1}: nested results as TensorBoard's slash-separated names."""
+    flat = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 class TensorBoardLog:
     """Writes log rows as scalars (`log`); one event file per process, so a resumed run adds its own."""
 
-    def __init__(self, out: str | Path) -> None:
+    def __init__(self, directory: str | Path) -> None:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as err:
             raise ValueError("--tensorboard needs the tensorboard package (pip install -e '.[train]'), or pass "
                              "--no-tensorboard") from err
-        self.directory = Path(out) / "tensorboard"
+        self.directory = Path(directory)
         self.writer = SummaryWriter(log_dir=str(self.directory))
 
     def log(self, row: dict, step: int) -> None:
-        """Every finite number of `row` at x = `step` (agent-steps), flushed: a killed run keeps its curves."""
-        for key, value in row.items():
+        """Every finite number of `row` at x = `step` (agent-steps), flushed: a killed run keeps its
+        curves. Nested dicts (an RLlib result) give "outer/inner" names."""
+        for key, value in flatten(row).items():
             if key in NOT_CURVES or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             if math.isfinite(value):

@@ -63,7 +63,7 @@ def last_json(text: str) -> dict:
 
 def run_recipe(name: str, config: str, agent_steps: int, seed: int, out: Path, extra: tuple[str, ...] = (),
                label: str | None = None) -> dict:
-    command = [sys.executable, "-m", f"nmmo.integrations.{name}", "--config", config,
+    command = [sys.executable, "-m", f"baselines.recipes.{name}", "--config", config,
                "--agent-steps", str(agent_steps), "--seed", str(seed), "--out", str(out / (label or name)), *extra]
     return run(command, label or name, lambda stdout: last_json(stdout))
 

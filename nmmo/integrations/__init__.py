@@ -1,10 +1,11 @@
-"""Training nmmo with the trainers researchers already use: SB3 + SuperSuit, TorchRL, RLlib and
-PufferLib (docs: "Use your own trainer").
+"""The env in the shapes the trainers researchers already use want (SB3, TorchRL, RLlib, PufferLib;
+docs: "Use your own trainer"), and the way back for the policies they train.
 
 The core imports none of these libraries. This package holds what they share, the *trainer form*
-of the env, and one module per library with the few lines that library needs
-(``nmmo.integrations.sb3``, ``.torchrl``, ``.rllib``, ``.pufferlib``), each importing its library
-only when imported itself.
+of the env, and one module per library with its env forms and its policy scheme's loader
+(``nmmo.integrations.sb3``, ``.torchrl`` and ``.torchrl_env``, ``.rllib`` and ``.rllib_weights``,
+``.pufferlib``), each importing its library only when imported itself. The training recipes that
+use them are not part of the engine: ``baselines/recipes/`` (``python -m baselines.recipes.sb3``...).
 
 The trainer form (`parallel_env`) is `nmmo.Env` seen through three interfaces:
 

@@ -1,36 +1,33 @@
 """PufferLib on nmmo: a native PufferLib env over the engine's vector env, PufferLib's own
-PettingZoo emulation over the trainer form, and a CleanRL-style PPO loop over either (docs:
-trainers/pufferlib.md).
+PettingZoo emulation over the trainer form, the recipe's network and the way back (docs:
+trainers/pufferlib.md). The training loop is ``baselines/recipes/pufferlib.py``.
 
 - `NativeEnv`: ``pufferlib.PufferEnv`` over `nmmo.envs.VectorEnv` (any engine, worker processes or
   Ray), ``num_agents`` = worlds x seats, writing the trainer form's flat vector and its action mask
   (one float32 Box) straight into PufferLib's buffers from the engine's arrays
   (`nmmo.interfaces.arrays.FlatLayout`): no per-agent dict anywhere. Run it with
-  ``pufferlib.vector.make(native_creator(...), backend=pufferlib.PufferEnv)``; `train` uses it by
-  default (``route="native"``).
+  ``pufferlib.vector.make(native_creator(...), backend=pufferlib.PufferEnv)``.
 - `make` / `env_creator`: ``pufferlib.emulation.PettingZooPufferEnv`` around `parallel_env` (8
   seats, ``infos="sparse"``); `unpack` turns PufferLib's packed bytes back into the observation
   vector and the action mask. `vec_env`: ``pufferlib.vector.make`` (Serial or Multiprocessing),
   one seed per env copy.
-- `train`: PPO written out (``pufferlib.pufferl``, the trainer pufferlib-core 3.0.19 ships, imports
-  a compiled CUDA extension and cannot load on a CPU-only torch), sampling with
-  ``pufferlib.pytorch.sample_logits``; `policy_class`: its checkpoint as a policy ``Cls(config)``.
-  Run: ``python -m nmmo.integrations.pufferlib --config trainers_small --agent-steps 1000000``.
+- `Policy`: the recipe's network (an MLP with one masked categorical head per action part, sampled
+  with ``pufferlib.pytorch.sample_logits``); `save` writes its checkpoint, `policy_class` plays one
+  as a policy ``Cls(config)`` (``pufferlib:PATH``).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
+from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import gymnasium
 import numpy as np
 import torch
+from torch import nn
 
 from nmmo.config import Config, from_toml
 from nmmo.core.actions import flat_action_sizes
@@ -46,17 +43,8 @@ import pufferlib.emulation  # noqa: E402
 import pufferlib.pytorch  # noqa: E402
 import pufferlib.vector  # noqa: E402
 
-from nmmo.integrations.pufferlib_ppo import (  # noqa: E402
-    Policy,
-    PPOSettings,
-    info_numbers,
-    native_layout,
-    run_ppo,
-    unpack,
-)
-
-__all__ = ["NativeEnv", "PPOSettings", "Policy", "PufferNmmoEnv", "env_creator", "episode_seeds", "info_numbers",
-           "make", "native_creator", "native_layout", "policy_class", "train", "unpack", "vec_env"]
+__all__ = ["CHECKPOINT_FORMAT", "NativeEnv", "Policy", "PufferNmmoEnv", "env_creator", "episode_seeds",
+           "info_numbers", "make", "native_creator", "native_layout", "policy_class", "save", "unpack", "vec_env"]
 
 #: The trainer form's infos for PufferLib: only the numbers that apply (PufferLib averages every
 #: number it is given, so "fixed" infos' zeros for lives that did not end would drag the means).
@@ -229,46 +217,64 @@ def episode_seeds(vecenv: Any) -> list[int | None]:
     return [env.env.unwrapped.episode_seed for env in vecenv.envs]
 
 
-#: The envs `train` can run on: the native env (`NativeEnv`) or PufferLib's emulation (`vec_env`).
-ROUTES = ("native", "emulated")
+# ------------------------------------------------------------ the recipe's network
+def info_numbers(infos: Sequence[dict]) -> dict[str, list]:
+    """Numbers from the vector env's infos (one dict per copy, keyed by seat) by key, seats merged."""
+    stats: dict[str, list] = defaultdict(list)
+    for key, value in (kv for info in infos for kv in pufferlib.unroll_nested_dict(info)):
+        stats[key.rsplit("/", 1)[-1]].append(float(value))
+    return stats
 
 
-def train(config: Config | str = "trainers_small", agent_steps: int = 100_000, seed: int = 0,
-          out: str | Path | None = None, *, n_envs: int = 2, backend: str = "Serial", route: str = "native",
-          settings: PPOSettings | None = None, **vec_kwargs: Any) -> dict:
-    """PPO on `n_envs` worlds until `agent_steps` agent-steps (seats stepped, the rows of auto-reset
-    steps not counted) are collected: on the native env (``route="native"``: `NativeEnv`, its
-    worlds stepped by the engine's vector env; `vec_kwargs` are its ``workers``, ``engine``...)
-    or on PufferLib's emulation of the trainer form (``route="emulated"``: `n_envs` copies in a
-    ``backend`` vector env; `vec_kwargs` go to the backend). Returns the agent-steps, seconds,
-    agent-steps/s and the last losses and lifetime means; with `out`, writes ``out/policy.pt``
-    (tensors and plain data, for `policy_class`; the same file from either route)."""
-    if route not in ROUTES:
-        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
-    s = settings or PPOSettings()
-    cfg = resolve(config)
-    if route == "native":
-        vecenv = pufferlib.vector.make(native_creator(cfg, n_envs, **vec_kwargs), env_kwargs={"seed": seed},
-                                       backend=pufferlib.PufferEnv)
-    else:
-        vecenv = vec_env(n_envs, cfg, backend=backend, seed=seed, **vec_kwargs)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small MLP batches: one thread is faster, and leaves the other cores to the envs
-    with torch.random.fork_rng(devices=[]):  # seeded sampling without touching the caller's RNG
-        torch.manual_seed(seed)
-        try:
-            result = run_ppo(vecenv, agent_steps, seed, s)
-        finally:
-            vecenv.close()
-            torch.set_num_threads(threads)
-    result.update(route=route, backend=backend if isinstance(backend, str) else backend.__name__, n_envs=n_envs,
-                  settings=asdict(s))
-    if route == "native":
-        result.update(backend="native", trainer="CleanRL-style PPO over the native PufferLib env")
-    policy = result.pop("policy")
-    if out is not None:
-        result["checkpoint"] = save(policy, out, cfg, result["agent_steps"])
-    return result
+def native_layout(vecenv_or_env: Any) -> dict | int | None:
+    """Where each part of the observation lies, for `unpack`: for the native env (`NativeEnv`) the
+    length of the flat vector, after which its action mask starts; for PufferLib's emulation where
+    it packed each part (for `pufferlib.pytorch.nativize_tensor`), or None when it did not pack it
+    (``mask=False``: the observation is the float32 Box itself)."""
+    flat = getattr(vecenv_or_env, "layout", None)
+    if flat is not None and hasattr(flat, "mask_size"):
+        return int(flat.size)
+    layout = pufferlib.pytorch.nativize_dtype(vecenv_or_env.emulated)
+    return layout if isinstance(layout, dict) else None
+
+
+def unpack(observations: torch.Tensor, layout: dict | int | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The env's observations -> (observation vector, action mask or None): the native env's rows
+    split where the mask starts (`layout` an int), PufferLib's packed bytes unpacked (a dict)."""
+    if layout is None:
+        return observations, None
+    if isinstance(layout, int):
+        return observations[..., :layout], observations[..., layout:]
+    parts = pufferlib.pytorch.nativize_tensor(observations, layout)
+    return parts["observation"], parts["action_mask"]
+
+
+class Policy(nn.Module):
+    """An MLP over the flat observation (`layers` tanh layers of `hidden` units, over its symlog)
+    with a value head and one categorical head per MultiDiscrete part, masked by the env's action
+    mask. Here, not in the recipe, because ``pufferlib:PATH`` rebuilds it from a checkpoint."""
+
+    def __init__(self, obs_size: int, nvec: Sequence[int], hidden: int = 128, layers: int = 2) -> None:
+        super().__init__()
+        self.kwargs = {"obs_size": int(obs_size), "nvec": [int(n) for n in nvec], "hidden": int(hidden),
+                       "layers": int(layers)}
+        init = pufferlib.pytorch.layer_init
+        trunk: list[nn.Module] = []
+        for i in range(int(layers)):
+            trunk += [init(nn.Linear(int(obs_size) if i == 0 else int(hidden), int(hidden))), nn.Tanh()]
+        self.trunk = nn.Sequential(*trunk)
+        self.actor = init(nn.Linear(hidden, sum(self.kwargs["nvec"])), std=0.01)
+        self.critic = init(nn.Linear(hidden, 1), std=1.0)
+
+    def forward(self, observation: torch.Tensor, mask: torch.Tensor | None = None
+                ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+        """Logits per action part (masked entries at -1e9) and the value."""
+        x = observation.float()
+        hidden = self.trunk(torch.sign(x) * torch.log1p(x.abs()))  # symlog: counts, positions and ids alike
+        logits = self.actor(hidden)
+        if mask is not None:
+            logits = logits.masked_fill(mask == 0, -1e9)
+        return logits.split(self.kwargs["nvec"], dim=-1), self.critic(hidden).squeeze(-1)
 
 
 # ------------------------------------------------------------ checkpoints
@@ -291,7 +297,8 @@ class _Actor(ViewActor):
 
 
 def policy_class(path: str) -> type:
-    """A checkpoint of `train` as a policy class ``Cls(config)`` for the raw env (data-only load)."""
+    """A checkpoint of the recipe (`save`) as a policy class ``Cls(config)`` for the raw env (data-only
+    load): the ``pufferlib:PATH`` scheme."""
     try:
         data = torchzip.load(path, f"pufferlib:{path}")  # sized before torch inflates anything
     except torchzip.ArchiveError:
@@ -299,7 +306,7 @@ def policy_class(path: str) -> type:
     except Exception as err:  # noqa: BLE001 - missing, corrupt or pickled files: one clear refusal
         raise ValueError(f"pufferlib:{path}: not a weights-only checkpoint of this recipe ({err})") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"pufferlib:{path}: not a checkpoint of nmmo.integrations.pufferlib.train")
+        raise ValueError(f"pufferlib:{path}: not a checkpoint of the PufferLib recipe (baselines.recipes.pufferlib)")
 
     def __init__(self: InterfaceAgent, config: Config, greedy: bool = False) -> None:
         kwargs = data.get("model_kwargs") or {}
@@ -313,35 +320,3 @@ def policy_class(path: str) -> type:
         self.config = config
 
     return type("PufferLibPolicy", (InterfaceAgent,), {"__init__": __init__, "path": path})
-
-
-# ------------------------------------------------------------ CLI
-def main(argv: Sequence[str] | None = None) -> dict:
-    """``python -m nmmo.integrations.pufferlib``: train, then print the result as one JSON line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="trainers_small")
-    parser.add_argument("--agent-steps", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--n-envs", type=int, default=2)
-    parser.add_argument("--route", default="native", choices=ROUTES,
-                        help="native: NativeEnv over the engine's vector env; emulated: PufferLib's emulation")
-    parser.add_argument("--backend", default="Serial", choices=["Serial", "Multiprocessing"],
-                        help="emulated: PufferLib's vector backend")
-    parser.add_argument("--num-workers", type=int, default=None,
-                        help="emulated: Multiprocessing workers (default: n-envs); native: the vector env's worker "
-                             "processes (default: 0, in this process)")
-    args = parser.parse_args(argv)
-    if args.route == "native":
-        vec_kwargs = {"workers": args.num_workers or 0}
-    else:
-        multi = args.backend == "Multiprocessing"
-        vec_kwargs = {"num_workers": args.num_workers or args.n_envs, "overwork": True} if multi else {}
-    result = train(args.config, args.agent_steps, args.seed, args.out, n_envs=args.n_envs, backend=args.backend,
-                   route=args.route, **vec_kwargs)
-    print(json.dumps(result), flush=True)
-    return result
-
-
-if __name__ == "__main__":
-    main()

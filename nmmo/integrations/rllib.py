@@ -1,12 +1,13 @@
-"""RLlib (new API stack) on the trainer form: RLlib's own ``ParallelPettingZooEnv`` wrapper and
-PPO with one policy shared by every seat.
+"""RLlib (new API stack) on the trainer form: RLlib's own ``ParallelPettingZooEnv`` wrapper as an
+env creator, and the way back for a trained policy (`export`). PPO with one policy shared by every
+seat (``PPOConfig`` over this env) is ``baselines/recipes/rllib.py``.
 
 By default the env RLlib sees is `nmmo.integrations.parallel_env` with ``mask=False``
 (observation: one float32 Box vector; action: ``MultiDiscrete([5, 3, PLAYER_N_OBS + 1])``), which
 RLlib's default PPO model takes as it is: it has no encoder for a Dict observation. With
 ``mask=True`` the observation is ``{"observations", "action_mask"}``, the form RLlib's
-action-masking example RLModule (``ActionMaskingTorchRLModule``) reads, and `ppo_config` uses that
-module. The trainer form's seats (`nmmo.interfaces.Slots`) are what make respawn work:
+action-masking example RLModule (``ActionMaskingTorchRLModule``) reads (the recipe's ``--mask``).
+The trainer form's seats (`nmmo.interfaces.Slots`) are what make respawn work:
 ``ParallelPettingZooEnv`` reads its spaces from the agents present at the first reset, so on the
 raw env the first respawned agent id has no space and RLlib fails with a KeyError.
 
@@ -26,8 +27,7 @@ import argparse
 import json
 import os
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -39,16 +39,11 @@ from nmmo.integrations import parallel_env, require
 
 require("ray.rllib", "rllib")
 
-from ray.rllib.algorithms.algorithm import Algorithm  # noqa: E402
-from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec  # noqa: E402
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec  # noqa: E402
 from ray.rllib.env.env_context import EnvContext  # noqa: E402
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv  # noqa: E402
 from ray.tune.registry import register_env  # noqa: E402
 
-__all__ = ["ENV_NAME", "POLICY_ID", "MaskedObservations", "agent_steps_of", "env_creator", "env_seed", "export",
-           "ppo_config", "register", "shared_policy", "train"]
+__all__ = ["ENV_NAME", "POLICY_ID", "MaskedObservations", "env_creator", "env_seed", "export", "register"]
 
 #: The name `register` gives the env in RLlib's registry.
 ENV_NAME = "nmmo"
@@ -111,92 +106,9 @@ def register(name: str = ENV_NAME, config: Config | str = DEFAULT_CONFIG, mask: 
     return name
 
 
-def shared_policy(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
-    """RLlib's ``policy_mapping_fn``: every seat plays (and trains) the one shared policy."""
-    return POLICY_ID
-
-
-def ppo_config(config: Config | str = DEFAULT_CONFIG, seed: int | None = 0, *, train_batch_size: int = 512,
-               minibatch_size: int = 512, num_epochs: int = 4, lr: float = 3e-4, mask: bool = False,
-               env: str = ENV_NAME) -> PPOConfig:
-    """PPO on the trainer form, sampled in-process (``num_env_runners=0``), one shared policy;
-    with `mask`, RLlib's action-masking example RLModule on the masked observation.
-
-    `train_batch_size` counts env steps (RLlib's default in multi-agent; each one is PLAYER_N
-    agent-steps), `minibatch_size` agent-steps. Registers `env` (`register`) first."""
-    register(env)
-    ppo = (PPOConfig()
-           .environment(env, env_config={"config": config, "seed": seed, "mask": mask})
-           .multi_agent(policies={POLICY_ID}, policy_mapping_fn=shared_policy)
-           .env_runners(num_env_runners=0)
-           .training(train_batch_size=train_batch_size, minibatch_size=minibatch_size, num_epochs=num_epochs, lr=lr)
-           .debugging(seed=seed))
-    if mask:
-        from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
-
-        module = RLModuleSpec(module_class=ActionMaskingTorchRLModule)
-        ppo = ppo.rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={POLICY_ID: module}))
-    return ppo
-
-
-def agent_steps_of(result: Mapping) -> int:
-    """Agent-steps sampled so far, from a ``train()`` result (summed over the seats)."""
-    runners = result.get("env_runners", {})
-    counts = runners.get("num_agent_steps_sampled_lifetime") or runners.get("num_module_steps_sampled_lifetime")
-    if isinstance(counts, Mapping):
-        return int(sum(counts.values()))
-    return int(counts or 0)
-
-
-def train(config: Config | str = DEFAULT_CONFIG, agent_steps: int = 20_000, seed: int = 0, out: str | None = None,
-          *, train_batch_size: int = 512, minibatch_size: int = 512, num_epochs: int = 4, mask: bool = False,
-          log: Callable[[str], None] | None = None) -> dict:
-    """Train PPO (`ppo_config`) until `agent_steps` agent-steps are sampled; save the algorithm to
-    `out` (`Algorithm.save_to_path`) when given. Starts a local Ray unless one is running."""
-    import ray
-    import torch
-
-    log = log or (lambda line: print(line, flush=True))
-    started = not ray.is_initialized()
-    if started:
-        from nmmo.envs import distributed
-        distributed.init()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # batches of 8 rows: more threads only contend with the env
-    try:
-        algo = ppo_config(config, seed, train_batch_size=train_batch_size, minibatch_size=minibatch_size,
-                          num_epochs=num_epochs, mask=mask).build_algo()
-        result = _train_loop(algo, agent_steps, log)
-        if out is not None:
-            result["checkpoint"] = algo.save_to_path(os.path.abspath(out))
-        algo.stop()
-    finally:
-        torch.set_num_threads(threads)
-        if started:
-            ray.shutdown()
-    return result
-
-
-def _train_loop(algo: Algorithm, agent_steps: int, log: Callable[[str], None]) -> dict:
-    """``algo.train()`` until `agent_steps` agent-steps; the result dict of `train` (the mean
-    return of the episodes finished in the last iteration, None when none finished)."""
-    start, steps, iterations, returns = time.perf_counter(), 0, 0, float("nan")
-    while steps < agent_steps:
-        result = algo.train()
-        iterations += 1
-        steps = agent_steps_of(result)
-        returns = float(result.get("env_runners", {}).get("episode_return_mean", float("nan")))
-        seconds = time.perf_counter() - start
-        log(f"iteration {iterations} agent_steps {steps} episode_return_mean {returns:.3f} "
-            f"agent_steps_per_s {steps / seconds:.0f}")
-    seconds = time.perf_counter() - start
-    return {"agent_steps": steps, "seconds": seconds, "agent_steps_per_s": steps / seconds if seconds else 0.0,
-            "iterations": iterations, "episode_return_mean": returns if np.isfinite(returns) else None}
-
-
 # ------------------------------------------------------------ the way back
 def export(checkpoint: str | os.PathLike, out: str | os.PathLike, policy: str = POLICY_ID) -> str:
-    """The actor of `policy` in an RLlib checkpoint (`train`'s, RLlib's default PPO module) as a
+    """The actor of `policy` in an RLlib checkpoint (the recipe's, RLlib's default PPO module) as a
     weights file ``rllib:OUT`` plays (`nmmo.integrations.rllib_weights`). Run by the checkpoint's
     owner: restoring it unpickles, as RLlib does. Refuses a module it cannot rebuild exactly (the
     rebuilt actor must give the module's logits on random observations)."""
@@ -253,31 +165,18 @@ def _actor_layers(module: Any) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m nmmo.integrations.rllib``: `train`, then the result as one JSON line;
-    ``python -m nmmo.integrations.rllib export CKPT OUT``: `export`."""
+    """``python -m nmmo.integrations.rllib export CKPT OUT``: `export`, then ``{"exported": OUT}`` as
+    one JSON line. (Training is ``python -m baselines.recipes.rllib``.)"""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["export"]:
-        exporter = argparse.ArgumentParser(prog="python -m nmmo.integrations.rllib export",
-                                           description=export.__doc__.split("\n\n")[0])
-        exporter.add_argument("checkpoint", help="an RLlib checkpoint directory (train's --out)")
-        exporter.add_argument("out", help="the weights file to write (play it as rllib:OUT)")
-        exporter.add_argument("--policy", default=POLICY_ID, help="the module to export")
-        args = exporter.parse_args(argv[1:])
-        print(json.dumps({"exported": export(args.checkpoint, args.out, args.policy)}), flush=True)
-        return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=DEFAULT_CONFIG)
-    parser.add_argument("--agent-steps", type=int, default=20_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="save the algorithm here (an RLlib checkpoint)")
-    parser.add_argument("--train-batch-size", type=int, default=512, help="env steps per iteration")
-    parser.add_argument("--minibatch-size", type=int, default=512, help="agent-steps per SGD minibatch")
-    parser.add_argument("--num-epochs", type=int, default=4)
-    parser.add_argument("--mask", action="store_true", help="mask actions (RLlib's action-masking example RLModule)")
+    parser = argparse.ArgumentParser(prog="python -m nmmo.integrations.rllib", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    exporter = commands.add_parser("export", description=export.__doc__.split("\n\n")[0],
+                                   help="an RLlib checkpoint's shared actor as a weights file (rllib:OUT)")
+    exporter.add_argument("checkpoint", help="an RLlib checkpoint directory (the recipe's --out)")
+    exporter.add_argument("out", help="the weights file to write (play it as rllib:OUT)")
+    exporter.add_argument("--policy", default=POLICY_ID, help="the module to export")
     args = parser.parse_args(argv)
-    result = train(args.config, args.agent_steps, args.seed, args.out, train_batch_size=args.train_batch_size,
-                   minibatch_size=args.minibatch_size, num_epochs=args.num_epochs, mask=args.mask)
-    print(json.dumps(result), flush=True)
+    print(json.dumps({"exported": export(args.checkpoint, args.out, args.policy)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""Stable-Baselines3 + SuperSuit on nmmo: SuperSuit's documented PettingZoo recipe for SB3 on the
-trainer form, PPO over it, and the way back (``sb3:PATH`` policies for ``nmmo eval`` and
-``nmmo tournament``).
+"""Stable-Baselines3 on nmmo: the envs SB3 trains on (the native `SeatVecEnv`, and SuperSuit's
+documented PettingZoo recipe on the trainer form) and the way back (``sb3:PATH`` policies for
+``nmmo eval`` and ``nmmo tournament``). PPO over them is ``baselines/recipes/sb3.py``.
 
-The recipe (`vec_env`) is SuperSuit's, on `nmmo.integrations.parallel_env` with ``mask=False``:
+SuperSuit's route (`vec_env`) is on `nmmo.integrations.parallel_env` with ``mask=False``:
 
     env = parallel_env(config, seed, mask=False)
     venv = supersuit.pettingzoo_env_to_vec_env_v1(env)     # one SB3 sub-env per seat
@@ -17,21 +17,14 @@ The recipe (`vec_env`) is SuperSuit's, on `nmmo.integrations.parallel_env` with 
 - `SuperSuitFix`: seeds each copy of the env (SuperSuit 3.11.0's vector env has no ``seed()``,
   which ``PPO(seed=...)`` calls) and tells SB3 which ends are truncations (the horizon), so PPO
   bootstraps them as it does gymnasium time limits.
-
-Run: ``python -m nmmo.integrations.sb3 --config trainers_small --agent-steps 1000000 --out out/sb3``.
 """
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import re
-import sys
-import time
 import warnings
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,22 +36,17 @@ from nmmo.config import Config
 from nmmo.integrations import parallel_env, policy_interface, require, resolve
 from nmmo.interfaces import InterfaceAgent, slots
 from nmmo.io import torchzip
-from nmmo.io.files import atomic_write_bytes
 
 require("stable_baselines3", "sb3")
 require("supersuit", "sb3")
 
 import supersuit  # noqa: E402
-from stable_baselines3 import PPO  # noqa: E402
-from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
-from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.policies import ActorCriticPolicy  # noqa: E402
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor  # noqa: E402
 
 from nmmo.integrations.sb3_env import SeatVecEnv  # noqa: E402 - the native VecEnv, re-exported
 
-__all__ = ["SB3Policy", "SeatVecEnv", "SuperSuitFix", "build_policy", "policy_class", "read_model", "train",
-           "train_model", "vec_env"]
+__all__ = ["SB3Policy", "SeatVecEnv", "SuperSuitFix", "build_policy", "policy_class", "read_model", "vec_env"]
 
 #: The SB3 zip member holding the policy's state dict (tensors only, read weights-only).
 POLICY_MEMBER = "policy.pth"
@@ -137,81 +125,6 @@ def vec_env(config: Config | str | None = "trainers_small", n_envs: int = 1, see
     if seed is not None:
         seeded.seed(seed)
     return monitored
-
-
-#: The envs `train_model` can run on: `SeatVecEnv` (native) or SuperSuit's recipe (`vec_env`).
-ROUTES = ("native", "supersuit")
-
-
-# ---------------------------------------------------------------- training
-class _Progress(BaseCallback):
-    """One plain line per rollout: agent-steps, rate, mean episode return (native route: a life's;
-    SuperSuit's: a seat's, to the horizon)."""
-
-    def __init__(self, start: float) -> None:
-        super().__init__()
-        self.start = start
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_rollout_end(self) -> None:
-        steps = self.model.num_timesteps
-        rate = steps / max(time.perf_counter() - self.start, 1e-9)
-        returns = [info["r"] for info in self.model.ep_info_buffer]
-        mean = f"{np.mean(returns):.2f}" if returns else "n/a"
-        print(f"sb3: {steps} agent-steps, {rate:.0f} agent-steps/s, mean episode return {mean}", flush=True)
-
-
-def train_model(config: Config | str | None = "trainers_small", agent_steps: int = 100_000, seed: int = 0,
-                out: str | Path | None = None, *, n_envs: int = 1, n_steps: int = 128, batch_size: int = 512,
-                n_epochs: int = 10, num_cpus: int = 0, progress: bool = True,
-                route: str = "native") -> tuple[PPO, dict]:
-    """`train`, also returning the trained `PPO` model."""
-    if route not in ROUTES:
-        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
-    cfg = resolve(config)
-    if route == "native":
-        with warnings.catch_warnings():  # VecMonitor asks for render_mode, which rows of one engine do not have
-            warnings.filterwarnings("ignore", message="The `render_mode` attribute", category=UserWarning)
-            venv = VecMonitor(SeatVecEnv(cfg, n_envs, seed, workers=num_cpus))
-    else:
-        venv = vec_env(cfg, n_envs=n_envs, seed=seed, num_cpus=num_cpus)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small MLP batches: extra threads only contend with the env
-    try:
-        model = PPO("MlpPolicy", venv, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, seed=seed,
-                    device="cpu", verbose=0)
-        model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty SB3-* dir in /tmp
-        start = time.perf_counter()
-        model.learn(total_timesteps=agent_steps, callback=_Progress(start) if progress else None)
-        seconds = time.perf_counter() - start
-    finally:
-        torch.set_num_threads(threads)
-        venv.close()
-    returns = [float(info["r"]) for info in model.ep_info_buffer]
-    result: dict[str, Any] = {
-        "library": "sb3", "config": cfg.name, "agent_steps": int(model.num_timesteps), "seconds": seconds,
-        "agent_steps_per_s": model.num_timesteps / max(seconds, 1e-9), "n_envs": n_envs,
-        "seats": n_envs * cfg.PLAYER_N, "episodes": len(returns), "route": route,
-        "mean_episode_return": float(np.mean(returns)) if returns else None,
-    }
-    if route == "supersuit":  # an episode is a seat's, to the horizon
-        result["mean_seat_return"] = result["mean_episode_return"]
-    if out is not None:
-        buffer = io.BytesIO()
-        model.save(buffer)  # SB3 writes the zip into the buffer; the file appears whole or not at all
-        path = atomic_write_bytes(Path(out) / "model.zip", buffer.getvalue())
-        result["model"] = str(path)
-    return model, result
-
-
-def train(config: Config | str | None = "trainers_small", agent_steps: int = 100_000, seed: int = 0,
-          out: str | Path | None = None, **kwargs: Any) -> dict:
-    """SB3 ``PPO("MlpPolicy", vec_env(...))`` for about `agent_steps` agent-steps (SB3 finishes the
-    rollout it is in: ``n_steps * n_envs * PLAYER_N`` agent-steps each). With `out`, saves
-    ``out/model.zip`` (play it back as ``sb3:out/model.zip``). Keyword arguments: `train_model`'s."""
-    return train_model(config, agent_steps, seed, out, **kwargs)[1]
 
 
 # ---------------------------------------------------------------- the way back
@@ -361,29 +274,3 @@ def policy_class(path: str, deterministic: bool = False) -> type:
     (default Tanh)."""
     model = read_model(path)  # fail now, with the reason, rather than at the first game
     return type("SB3Model", (SB3Policy,), {"path": str(path), "deterministic": bool(deterministic), "_model": model})
-
-
-# ---------------------------------------------------------------- command line
-def main(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m nmmo.integrations.sb3", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="trainers_small")
-    parser.add_argument("--agent-steps", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="directory for model.zip (play it back as sb3:DIR/model.zip)")
-    parser.add_argument("--n-envs", type=int, default=1, help="worlds (each gives PLAYER_N sub-envs)")
-    parser.add_argument("--route", default="native", choices=ROUTES,
-                        help="native: SeatVecEnv over the engine's vector env; supersuit: SuperSuit's recipe")
-    parser.add_argument("--num-cpus", type=int, default=0,
-                        help="worker processes (native: the vector env's; supersuit: SuperSuit's; 0: in-process)")
-    parser.add_argument("--n-steps", type=int, default=128, help="PPO rollout length per sub-env")
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--n-epochs", type=int, default=10)
-    args = parser.parse_args(argv)
-    result = train(args.config, args.agent_steps, args.seed, args.out, n_envs=args.n_envs, num_cpus=args.num_cpus,
-                   n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs, route=args.route)
-    print(json.dumps(result), flush=True)
-    return result
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -1,5 +1,6 @@
-"""SB3's `VecEnv` over the engine's vector env (`SeatVecEnv`): the native form of the SB3 recipe
-(`nmmo.integrations.sb3`), with no SuperSuit and no per-agent dict between the engine and SB3."""
+"""SB3's `VecEnv` over the engine's vector env (`SeatVecEnv`): the env the SB3 recipe
+(``baselines/recipes/sb3.py``) trains on by default, with no SuperSuit and no per-agent dict between
+the engine and SB3 (re-exported by `nmmo.integrations.sb3`)."""
 
 from __future__ import annotations
 

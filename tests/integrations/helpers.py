@@ -1,5 +1,5 @@
-"""What the trainers' tests share: a guard that the native envs make no per-agent dicts, and a
-saved policy's sandboxed play checked against the same policy in-process."""
+"""What the trainers' tests share: a guard that the native envs make no per-agent dicts, a saved
+policy's sandboxed play checked against the same policy in-process, and RLlib's seats."""
 
 from __future__ import annotations
 
@@ -50,3 +50,18 @@ def plays_in_the_sandbox(spec: str, config: nmmo.config.Config, seed: int, steps
         handle.close()
     assert handle.faults.messages == [] and handle.faults.dropped_actions == 0
     return ticks
+
+
+#: The seats of trainers_small's trainer form.
+SEATS = {f"player_{i}" for i in range(8)}
+
+
+def check_seats(env) -> None:
+    """RLlib's wrapper's agents and spaces are trainers_small's 8 fixed seats (a Box vector each)."""
+    from gymnasium import spaces
+
+    assert set(env.agents) == set(env.possible_agents) == SEATS
+    assert set(env.observation_space.spaces) == set(env.action_space.spaces) == SEATS
+    for seat in SEATS:
+        assert isinstance(env.observation_space[seat], spaces.Box) and len(env.observation_space[seat].shape) == 1
+        assert env.action_space[seat] == spaces.MultiDiscrete([5, 3, 17])

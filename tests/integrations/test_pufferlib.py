@@ -1,5 +1,6 @@
-"""PufferLib (pufferlib-core 3.0.19): its PettingZoo emulation and vector envs on the trainer form,
-and the PPO loop of `nmmo.integrations.pufferlib`."""
+"""PufferLib (pufferlib-core 3.0.19): the native env over the engine's vector env, its PettingZoo
+emulation and vector envs on the trainer form, and the ``pufferlib:`` loader's refusals. The PPO
+loop (baselines/recipes/pufferlib.py) is tested in tests/recipes/test_pufferlib.py."""
 
 from __future__ import annotations
 
@@ -174,42 +175,6 @@ def test_no_per_agent_dict_between_the_engine_and_the_native_env(monkeypatch):
     env.close()
     with pytest.raises(AssertionError, match="per-agent dict"):
         parallel_env(CONFIG, seed=1).reset(seed=1)
-
-
-def test_train_tiny_budget_returns_sane_numbers_and_a_playable_checkpoint(tmp_path):
-    threads, rng_state = torch.get_num_threads(), torch.get_rng_state()
-    result = puffer.train(CONFIG, agent_steps=512, seed=0, out=tmp_path, settings=puffer.PPOSettings(steps=16))
-    assert result["route"] == "native"
-    assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), rng_state)
-    assert 512 <= result["agent_steps"] <= 512 + 16 * 2 * SEATS  # whole rollouts of 16 steps x 16 seats
-    assert result["seconds"] > 0
-    assert result["agent_steps_per_s"] == pytest.approx(result["agent_steps"] / result["seconds"])
-    max_entropy = sum(math.log(n) for n in (5, 3, CONFIG.PLAYER_N_OBS + 1))
-    assert 0 < result["entropy"] <= max_entropy
-    assert all(math.isfinite(result[key]) for key in ("policy_loss", "value_loss"))
-
-    cls = puffer.policy_class(result["checkpoint"])
-    agent = cls(CONFIG)
-    agent.reset(0)
-    env = nmmo.Env(CONFIG, seed=1)
-    obs, _ = env.reset()
-    for _ in range(5):
-        actions = agent.act(obs)
-        assert set(actions) == set(obs)
-        obs, _, _, _, infos = env.step(actions)
-        assert not any(info.get("invalid_actions") for info in infos.values())
-
-    from evaluation.submission import SubprocessPolicy, make_handle  # a checkpoint file is a submission
-
-    handle = make_handle(f"pufferlib:{result['checkpoint']}", CONFIG)
-    assert isinstance(handle, SubprocessPolicy)
-    handle.reset(0)
-    try:
-        handle.submit({a: o for a, o in obs.items() if a in env.agents})
-        assert set(handle.collect()) == set(env.agents)
-    finally:
-        handle.close()
-    assert handle.faults.messages == []
 
 
 def test_policy_class_refuses_other_files(tmp_path):
