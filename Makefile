@@ -8,18 +8,24 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WEB := client_server/web
 SERVE ?= 1
+# make demo keeps the finished episodes of an earlier make demo (out/demo) and serves at once; FORCE=1 plays them again
+FORCE ?= 0
 PORT ?= 8000
 # test workers (pytest-xdist), one a core of the 2-core CI machine; TEST_JOBS=0 runs the suite in one process
 TEST_JOBS ?= 2
 
 .PHONY: demo test lint web chromium sandbox bench docs clean
 
+# pip speaks as it works (each download, then what it installed): a first set-up takes minutes.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "set-up 1/3: pip itself"
 	$(PY) -m pip install --quiet --upgrade pip
+	@echo "set-up 2/3: torch's CPU build (pinned; a large download, a few minutes on a first set-up)"
 	# torch first, pinned: its CPU build; a bare range would pull a multi-GB CUDA build
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,serve,train,scale,docs,trainers]'
+	$(PY) -m pip install --progress-bar on torch==2.13.0
+	@echo "set-up 3/3: this package and its extras (dev, serve, train, scale, docs, trainers)"
+	$(PY) -m pip install --progress-bar on -e '.[dev,serve,train,scale,docs,trainers]'
 	touch $(STAMP)
 
 # The 3D viewer: three.js built with vite from the committed lock file.
@@ -42,7 +48,7 @@ sandbox:
 
 demo: $(STAMP) web
 	-@$(MAKE) --no-print-directory sandbox 2>/dev/null || echo "bubblewrap not installed: submissions fall back to the process sandbox"
-	$(PY) -m nmmo demo $(if $(filter 0,$(SERVE)),,--serve --port $(PORT))
+	$(PY) -m nmmo demo $(if $(filter 1,$(FORCE)),--force,--resume) $(if $(filter 0,$(SERVE)),,--serve --port $(PORT))
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

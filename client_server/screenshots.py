@@ -10,7 +10,6 @@ PNG (reduced to 256 colours with Pillow, when it is installed, to keep the file 
 
 from __future__ import annotations
 
-import argparse
 import base64
 import io
 import shutil
@@ -146,7 +145,9 @@ def small_png(png: bytes) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from nmmo.cli import Parser  # the nmmo command's parser: flags are never abbreviated
+
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=OUT, help="where the PNGs go (default: docs/images)")
     parser.add_argument("--games", nargs="*", help="only these games (config names)")
     args = parser.parse_args(argv)

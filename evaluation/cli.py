@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from evaluation.faults import require_answers
 from evaluation.metrics import GAME_METRICS, RANKING_METRICS, TASK_INPUTS
 from evaluation.rating import ANCHOR
 from evaluation.sandbox import Limits
@@ -25,6 +26,8 @@ from evaluation.tables import (
 )
 from evaluation.tournament import METRIC, TIE_BREAK, TOURNAMENT_CONFIG
 from nmmo.cli import add_command, add_game_flags, add_ray_flags, cli_command, ray_options
+from nmmo.cli.outputs import add_out_flags
+from nmmo.cli.tables import fitted, print_table
 
 if TYPE_CHECKING:
     from evaluation.tournament import Standings
@@ -38,6 +41,7 @@ def _saved(console: Console, paths: dict[str, Path]) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from evaluation.faults import all_faults
     from evaluation.results import save_results
     from evaluation.tournament import evaluate
 
@@ -45,26 +49,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                        workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
                        progress=not args.quiet, tasks=args.tasks, task_input=args.task_input, **ray_options(args))
     console = wide_console()
-    if not args.quiet:
-        console.print(metric_table(results))
+    faults = results["faults"][args.policy]
+    measured = not all_faults(faults)  # a table of idle agents' numbers must not pass for a result
+    if not args.quiet and measured:
+        print_table(console, metric_table(results), keys=2)
         if "tasks" in results:
             from evaluation.task_results import task_table
 
-            console.print(task_table(results["tasks"]))
+            print_table(console, task_table(results["tasks"]))
         if "team_metrics" in results:
-            console.print(team_table(results))
-    faults = results["faults"][args.policy]
+            print_table(console, team_table(results))
     if any(faults[k] for k in ("exception", "timeout", "malformed")):
         console.print(f"faults: {fault_text(faults)}", highlight=False, markup=False)
         for message in faults["messages"]:
             console.print(f"  {escape(message)}", highlight=False)
-    if args.out is not None:
+    if measured and args.out is not None:
         _saved(console, save_results(results, args.out))
-    episodes = results["settings"]["episodes"]
-    if faults["disabled"] >= episodes:
-        # the policy was disabled in every episode (e.g. it failed to load): the table measures nothing
-        raise ValueError(f"{args.policy} never ran: disabled in all {episodes} episode(s) "
-                         f"({fault_text(faults)}); the metrics above are not its own")
+    require_answers(results)
     return 0
 
 
@@ -79,7 +80,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     live = Live(console=console, auto_refresh=False) if not args.quiet and console.is_terminal else None
 
     def show(standings: Standings) -> None:
-        live.update(standings_table(standings, args.episodes), refresh=True)
+        live.update(fitted(standings_table(standings, args.episodes), console), refresh=True)
 
     with live if live is not None else _nothing():
         results = run_tournament(args.config, args.policies, episodes=args.episodes, ticks=args.ticks, seed=args.seed,
@@ -97,10 +98,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     if args.record is not None:
         console.print(f"replays: {args.record}/ (watch them: {cli_command()} serve --replay-dir {args.record})",
                       highlight=False, markup=False)
-    failed = [row["policy"] for row in results["leaderboard"] if row.get("failed")]
-    if failed:
-        raise ValueError(f"{', '.join(failed)} never ran in any episode (could not be built: see the faults above); "
-                         "the leaderboard does not rank them")
+    require_answers(results)  # a policy that never acted: the leaderboard does not measure it
     return 0
 
 
@@ -154,7 +152,7 @@ def _cmd_table1(args: argparse.Namespace) -> int:
                          **ray_options(args))
     console = wide_console()
     for table in table1_tables(results) if not args.quiet else ():
-        console.print(table)
+        print_table(console, table)
     console.print(f"results: {args.out / 'table1.json'}, {args.out / 'table1.png'}", highlight=False, markup=False)
     return 0
 
@@ -217,7 +215,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "idle, scripted:BOT, baseline:NAME) run in-process; anything else runs in the sandbox")
     ev.add_argument("--ticks", type=int, default=None, help="ticks per episode (None: the config's HORIZON)")
     ev.add_argument("--episodes", type=int, default=4, help="episodes, episode i on held-out map i")
-    ev.add_argument("--out", type=Path, default=Path("out/eval"), help="directory for results.json and CSVs")
+    add_out_flags(ev, Path("out/eval"), "directory for results.json and CSVs")
     ev.add_argument("--tasks", default=None, metavar="SET",
                     help="give every agent a task from this task set (a shipped name: foraging, exploration, "
                          "combat, npc_hunting, team, heldout; or a .toml / .json file) and report completion and "
@@ -246,9 +244,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                            f"{GAME_METRIC})")
     tour.add_argument("--tie-break", choices=(*RANKING_METRICS, "none"), default=TIE_BREAK,
                       help="what orders equal metrics; none: equal metrics are draws")
-    tour.add_argument("--out", type=Path, default=Path("out/tournament"), help="directory for results.json and CSVs")
-    tour.add_argument("--resume", action="store_true",
-                      help="continue the run journaled in OUT/episodes.jsonl (same settings; --episodes may grow)")
+    add_out_flags(tour, Path("out/tournament"), "directory for results.json, the CSVs and the journal of finished "
+                  "episodes (episodes.jsonl)",
+                  resume="continue the run journaled in OUT/episodes.jsonl (same settings; --episodes may grow)")
     tour.add_argument("--secret", type=_secret, default=None, metavar="INT",
                       help="the deal's secret (default: a fresh one, or the journal's with --resume); recorded in "
                            "OUT/episodes.jsonl: pass it back with --seed to re-run a tournament exactly")
@@ -274,8 +272,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     table1.add_argument("--reference-python", default=None, metavar="PYTHON",
                         help="nmmo 2.1.1's interpreter (`python benchmarks/reference.py` builds it and prints it): "
                              "its map fractions too")
-    table1.add_argument("--out", type=Path, default=Path("out/table1"), help="table1.json and table1.png go here")
-    table1.add_argument("--resume", action="store_true", help="skip the runs already in OUT/table1.json")
+    add_out_flags(table1, Path("out/table1"), "table1.json and table1.png go here",
+                  resume="skip the runs already in OUT/table1.json")
     table1.set_defaults(func=_cmd_table1, interrupted=_table1_interrupted)
 
     demo.add_command_to(subparsers)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nmmo import config as config_module
 from nmmo.cli import add_command, cli_command, console
+from nmmo.cli.outputs import add_out_flags
 from nmmo.envs.landscape import NAME as LANDSCAPE
 
 DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
@@ -56,11 +57,22 @@ def _check_demo(args: argparse.Namespace) -> None:
         check_server_flags(args)
 
 
+def _reused(journal: Path, resume: bool) -> int:
+    """Finished episodes a ``--resume`` finds in the demo's journal (its first line is the header)."""
+    if not resume or not journal.is_file():
+        return 0
+    with open(journal, "rb") as f:
+        return max(sum(1 for line in f if line.strip()) - 1, 0)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from evaluation.faults import require_answers
+    from evaluation.journal import JOURNAL_FILE
     from evaluation.results import save_results
     from evaluation.tables import print_tournament, wide_console
     from evaluation.tournament import run_tournament
     from nmmo.core import world
+    from nmmo.policy import display_names
 
     config = config_module.resolve(args.config)
     console.rule(f"nmmo demo: {config.name}")
@@ -76,17 +88,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     policies = demo_policies(bool(args.tasks))
     ranking = ("task reward, every agent holding a task of the set '" + args.tasks + "' (the inspector shows it)"
                if args.tasks else "lifetime then achievement")
-    console.print(f"2. tournament: {', '.join(policies)} share {config.PLAYER_N} agents in equal shares with "
-                  f"{config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of {ticks} "
-                  f"ticks on held-out maps, ranked by {ranking}, rated with TrueSkill")
+    journal = args.out / JOURNAL_FILE
+    reused = _reused(journal, args.resume)
+    console.print(f"2. tournament: {', '.join(display_names(policies).values())} share {config.PLAYER_N} agents in "
+                  f"equal shares with {config.NPC_N if config.has('NPC') else 0} NPCs; {args.episodes} episodes of "
+                  f"{ticks} ticks on held-out maps, ranked by {ranking}, rated with TrueSkill"
+                  + (f"; {reused} finished episode(s) kept from {journal} (--force plays them again)"
+                     if reused else ""))
     replays = args.out / "replays"
     task_options = {"tasks": args.tasks, "metric": "task_reward", "anchor": "scripted:Forage"} if args.tasks else {}
     results = run_tournament(config, policies, episodes=args.episodes, ticks=ticks, seed=0,
-                             workers=args.workers, record_dir=str(replays), **task_options)
+                             workers=args.workers, record_dir=str(replays), journal=journal, resume=args.resume,
+                             **task_options)
     print_tournament(wide_console(), results)
     paths = save_results(results, args.out)
     console.print("3. results: " + ", ".join(str(p) for p in paths.values()) + f"; replays in {replays}/",
                   highlight=False)
+    require_answers(results)
     overlay = LANDSCAPE if DEMO_BASELINE in policies else None
     if not args.serve:
         console.print(f"4. watch an episode: {cli_command()} serve --replay {replays / 'episode_000.replay'}"
@@ -111,7 +129,9 @@ def add_command_to(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--ticks", type=int, default=None, help="ticks per tournament episode (None: the HORIZON)")
     demo.add_argument("--episodes", type=int, default=4, help="tournament episodes")
     demo.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")
-    demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where outputs go")
+    add_out_flags(demo, Path("out/demo"), "where outputs go (the map, replays, results and the journal of "
+                  "finished episodes)", resume="keep the tournament's finished episodes (OUT/episodes.jsonl, their "
+                  "replays) and play only the missing ones: make demo passes it, so a second make demo serves at once")
     demo.add_argument("--serve", action="store_true", help="end by serving the viewer on the first episode")
     demo.add_argument("--tasks", nargs="?", const="heldout", default=None, metavar="SET",
                       help="every agent holds a task (default set: heldout, tasks the baselines never trained "

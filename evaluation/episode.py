@@ -303,7 +303,8 @@ def run_episodes(tasks: Sequence[EpisodeTask], workers: int = 2, progress: bool 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     results: list[EpisodeResult | None] = [None] * len(tasks)
-    with console.progress(total=len(tasks), desc=desc, unit="episode", enabled=progress) as bar:
+    # nothing to play (a resumed run whose journal holds every episode): no "0/0 episodes" line
+    with console.progress(total=len(tasks), desc=desc, unit="episode", enabled=progress and bool(tasks)) as bar:
 
         def finished(i: int, result: EpisodeResult) -> None:
             results[i] = result

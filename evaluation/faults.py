@@ -27,6 +27,7 @@ class Faults:
     restarts: int = 0  # workers killed and started again
     disabled: int = 0  # episodes in which the policy stopped acting for good
     not_started: int = 0  # episodes in which it never acted at all (could not be built): not ranked
+    answered: int = 0  # ticks whose reply was read and used, at least in part (0 and faults: `all_faults`)
     messages: list[str] = field(default_factory=list)  # the first few distinct fault messages
 
     def record(self, kind: str, message: str) -> None:
@@ -45,7 +46,7 @@ class Faults:
         """Sum of two fault records (messages: the first few distinct of both)."""
         merged = Faults(**{k: getattr(self, k) + getattr(other, k) for k in
                            ("exception", "timeout", "malformed", "dropped_actions", "restarts", "disabled",
-                            "not_started")})
+                            "not_started", "answered")})
         merged.messages = list(dict.fromkeys(self.messages + other.messages))[:MAX_MESSAGES]
         return merged
 
@@ -66,6 +67,31 @@ class Faults:
         if self.disabled > self.not_started:
             parts.append(f"disabled in {self.disabled - self.not_started} episode(s)")
         return ", ".join(parts) or "none"
+
+
+def all_faults(record: Faults | Mapping[str, Any]) -> bool:
+    """Whether a policy's record (one episode's or pooled) is all faults: it faulted or never
+    started, and no reply of it was ever used. Its agents only stood idle, so no metric of the run
+    measures it: the one rule every command applies to its results (`require_answers`)."""
+    faults = record if isinstance(record, Faults) else Faults.from_dict(record)
+    return faults.answered == 0 and (faults.total > 0 or faults.not_started > 0)
+
+
+def require_answers(results: Mapping[str, Any]) -> None:
+    """Refuse a result in which some policy is all faults (`all_faults`): a ValueError naming each
+    such policy (by its display name) with its faults and the first fault message, so that a table
+    of idle agents' numbers never passes for a measurement."""
+    from nmmo.policy import display_names
+
+    bad = [policy for policy in results["policies"] if all_faults(results["faults"][policy])]
+    if not bad:
+        return
+    names = display_names(results["policies"])
+    summaries = ", ".join(f"{names[p]} ({Faults.from_dict(results['faults'][p]).summary()})" for p in bad)
+    first = next((message for p in bad for message in results["faults"][p]["messages"]), None)
+    its, it = ("their", "them") if len(bad) > 1 else ("its", "it")
+    raise ValueError(f"{summaries}: never acted (could not start, or every call failed), so {its} agents only "
+                     f"stood idle and no metric measures {it}" + (f"; first fault: {first}" if first else ""))
 
 
 def preview(value: Any, limit: int = 80) -> str:

@@ -46,6 +46,16 @@ def _check_finite(result: EpisodeResult) -> None:
                              "finite numbers only")
 
 
+def _faults(record: dict[str, Any], ticks: int) -> Faults:
+    """A journaled fault record. One written before replies were counted (``answered``) counts
+    every tick without a fault as answered, so that only a policy that faulted on every tick reads
+    as all faults (`evaluation.faults.all_faults`) when such a journal is resumed."""
+    faults = Faults.from_dict(record)
+    if "answered" not in record and not faults.not_started:
+        faults.answered = max(ticks - faults.total, 0)
+    return faults
+
+
 def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
     lifetimes = np.asarray(entry["lifetimes"], dtype=np.float64).reshape(-1, len(METRICS))
     owners = np.asarray(entry["owners"], dtype=np.int64)
@@ -59,7 +69,7 @@ def _decode(entry: dict[str, Any], policies: tuple[str, ...]) -> EpisodeResult:
     if won is not None and len(won) != len(lifetimes):
         raise ValueError("lifetimes and game outcomes disagree in length")
     return EpisodeResult(int(entry["index"]), int(entry["seed"]), int(entry["map_seed"]), int(entry["ticks"]),
-                         lifetimes, owners, [Faults.from_dict(f) for f in entry["faults"]],
+                         lifetimes, owners, [_faults(f, int(entry["ticks"])) for f in entry["faults"]],
                          int(entry["engine_errors"]), float(entry["seconds"]), policies, teams, tasks, won)
 
 
@@ -95,8 +105,8 @@ class Journal:
             if header.get(key) != value:
                 theirs, ours = ("is another", "(--secret)") if key == "secret" else first_difference(
                     header.get(key), value)
-                raise ValueError(f"cannot resume from {str(self.path)!r}: its {key} {theirs}, "
-                                 f"this run's {ours} (use another --out or drop --resume)")
+                raise ValueError(f"cannot resume from {str(self.path)!r}: its {key} {theirs}, this run's {ours} "
+                                 "(start over with --force instead of --resume, or use another --out)")
         for number, line in enumerate(lines[1:], start=2):
             try:
                 result = _decode(json.loads(line), self.policies)

@@ -233,6 +233,8 @@ class PolicyHandle(abc.ABC):
         if dropped:
             self.faults.dropped_actions += dropped
             self.faults.record("malformed", f"{problem} ({preview(note, 200)[1:-1]})" if note else problem)
+        if len(ids) or not dropped:  # some of the reply is used (an empty reply is a valid "do nothing")
+            self.faults.answered += 1
         return ids, rows
 
 

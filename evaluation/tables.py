@@ -1,10 +1,12 @@
-"""The rich tables of `nmmo eval`, `nmmo tournament` and `nmmo experiment table1`: they read at
-100 columns (short policy labels, metrics in their own table below the leaderboard)."""
+"""The rich tables of `nmmo eval`, `nmmo tournament` and `nmmo experiment table1`. A policy goes by
+one name in all of them, its display name (`nmmo.policy.display_names`, with a legend line for
+names that are not their spec shortened obviously); they are printed through
+`nmmo.cli.tables.print_table`, which splits a table too wide for the console instead of cutting
+names (metrics are also in their own table below the leaderboard, so most fit in 100 columns)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -12,6 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from evaluation.metrics import LABELS, METRICS, TASK_LABELS, TEAM_METRICS, present_metrics
+from nmmo.cli.tables import print_table
+from nmmo.policy import display_legend, display_names
 
 if TYPE_CHECKING:
     from evaluation.tournament import Standings
@@ -24,35 +28,6 @@ def wide_console() -> Console:
     """A console for this command's output: the terminal's width, or `PIPE_WIDTH` columns when the
     output goes to a file or pipe."""
     return Console(width=None if sys.stdout.isatty() else PIPE_WIDTH, soft_wrap=True)
-
-
-def short_labels(specs: list[str]) -> dict[str, str]:
-    """A short column label per policy spec: ``scripted:Forage`` -> ``Forage``, ``path/my_agent.py:Agent``
-    -> ``my_agent:Agent``, ``pkg.module:Agent`` -> ``module:Agent``, ``ckpt:out/run/checkpoint.pt``
-    -> ``ckpt:run/checkpoint``. Labels that would collide stay full specs."""
-
-    def label(spec: str) -> str:
-        if spec.startswith("scripted:"):
-            return spec.split(":", 1)[1]
-        if spec.startswith("ckpt:"):
-            path = Path(spec[5:])
-            return f"ckpt:{path.parent.name + '/' if path.parent.name else ''}{path.stem}"
-        where, sep, name = spec.rpartition(":")
-        if not sep:
-            return spec
-        stem = Path(where).stem if where.endswith(".py") else where.rsplit(".", 1)[-1]
-        return f"{stem}:{name}"
-
-    labels = {spec: label(spec) for spec in specs}
-    counts = {text: list(labels.values()).count(text) for text in labels.values()}
-    return {spec: text if counts[text] == 1 else spec for spec, text in labels.items()}
-
-
-def label_legend(specs: list[str]) -> str | None:
-    """'label = spec' for every label that is not just the spec shortened obviously (None if none)."""
-    labels = short_labels(specs)
-    pairs = [f"{text} = {spec}" for spec, text in labels.items() if text != spec and not spec.startswith("scripted:")]
-    return "policies: " + "; ".join(pairs) if pairs else None
 
 
 def metric_names(results: dict[str, Any]) -> list[str]:
@@ -70,8 +45,8 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def metric_table(results: dict[str, Any]) -> Table:
     """Mean, std and count of every metric for each policy of a result (pooled over episodes)."""
-    settings = results["settings"]
-    table = Table(title=escape(f"{', '.join(results['policies'])} on {results['config']['name']}: "
+    settings, names = results["settings"], display_names(results["policies"])
+    table = Table(title=escape(f"{', '.join(names.values())} on {results['config']['name']}: "
                                f"{settings['episodes']} episode(s) of {settings['ticks']} ticks on held-out maps"))
     table.add_column("policy")
     table.add_column("metric")
@@ -80,7 +55,7 @@ def metric_table(results: dict[str, Any]) -> Table:
     for policy in results["policies"]:
         for name in metric_names(results):
             cell = results["metrics"][policy][name]
-            table.add_row(escape(policy), label(name), _fmt(cell["mean"]), _fmt(cell["std"]), str(cell["count"]))
+            table.add_row(escape(names[policy]), label(name), _fmt(cell["mean"]), _fmt(cell["std"]), str(cell["count"]))
     return table
 
 
@@ -91,9 +66,10 @@ def team_table(results: dict[str, Any]) -> Table:
     for name in TEAM_METRICS:
         table.add_column(name.replace("_", " "), justify="right")
     table.add_column("teams", justify="right")
+    names = display_names(results["policies"])
     for policy in results["policies"]:
         cells = results["team_metrics"][policy]
-        table.add_row(escape(policy), *(_fmt(cells[name]["mean"]) for name in TEAM_METRICS),
+        table.add_row(escape(names[policy]), *(_fmt(cells[name]["mean"]) for name in TEAM_METRICS),
                       str(cells[TEAM_METRICS[0]]["count"]))
     return table
 
@@ -110,7 +86,7 @@ def leaderboard_table(results: dict[str, Any]) -> Table:
     """Final leaderboard: SR with its 95 % interval, mu, sigma, the scored episodes and the faults
     (metrics go in `leaderboard_metrics_table`, so both fit in 100 columns)."""
     settings = results["settings"]
-    labels = short_labels(results["policies"])
+    labels = display_names(results["policies"])
     tie = settings.get("tie_break")
     table = Table(title=escape(f"Leaderboard (SR 1500 = {labels[settings['anchor']]})"),
                   caption=escape(f"{settings['episodes']} episode(s) of {settings['ticks']} ticks on "
@@ -134,7 +110,7 @@ def leaderboard_table(results: dict[str, Any]) -> Table:
 
 def leaderboard_metrics_table(results: dict[str, Any]) -> Table:
     """Each policy's mean of every metric over all its lifetimes, in leaderboard order."""
-    labels = short_labels(results["policies"])
+    labels = display_names(results["policies"])
     table = Table(title="Metrics (mean over every lifetime)")
     table.add_column("policy")
     names = metric_names(results)
@@ -149,7 +125,7 @@ def leaderboard_metrics_table(results: dict[str, Any]) -> Table:
 def history_table(results: dict[str, Any]) -> Table:
     """SR of every policy after each episode (and that episode's ranking), to show convergence."""
     policies = [row["policy"] for row in results["leaderboard"]]
-    labels = short_labels(results["policies"])
+    labels = display_names(results["policies"])
     table = Table(title="SR after each episode (rank in that episode; - not ranked)")
     table.add_column("ep", justify="right")
     table.add_column("map", justify="right")
@@ -173,7 +149,7 @@ def tie_note(results: dict[str, Any]) -> str | None:
 
 def standings_table(standings: Standings, episodes: int) -> Table:
     """The growing table: SR over the episodes rated so far and each policy's payoff against the others."""
-    labels = short_labels(standings.policies)
+    labels = display_names(standings.policies)
     table = Table(title=f"{len(standings.results)}/{episodes} episodes finished, first {standings.rated} rated")
     for name in ("policy", "SR", "mu", "sigma"):
         table.add_column(name, justify="left" if name == "policy" else "right")
@@ -194,19 +170,20 @@ def print_tournament(console: Console, results: dict[str, Any], quiet: bool = Fa
     (`quiet`: the fault messages alone)."""
     if not quiet:
         print_tables(console, results)
-    labels = short_labels(results["policies"])
+    labels = display_names(results["policies"])
     for policy, record in results["faults"].items():
         for message in record["messages"]:
             console.print(f"[yellow]{escape(labels[policy])}[/]: {escape(message)}", highlight=False)
 
 
 def print_tables(console: Console, results: dict[str, Any]) -> None:
-    console.print(history_table(results))
-    console.print(leaderboard_table(results))
-    console.print(leaderboard_metrics_table(results))
+    """A tournament's tables (none cut at the console's width), the names' legend and the tie note."""
+    print_table(console, history_table(results), keys=2)
+    print_table(console, leaderboard_table(results), keys=2)
+    print_table(console, leaderboard_metrics_table(results))
     if "team_metrics" in results:
-        console.print(team_table(results))
-    for line in (label_legend(results["policies"]), tie_note(results)):
+        print_table(console, team_table(results))
+    for line in (display_legend(results["policies"]), tie_note(results)):
         if line is not None:
             console.print(line, highlight=False, markup=False)
 
@@ -220,13 +197,14 @@ def table1_tables(results: dict[str, Any]) -> list[Table]:
         return f"{value['low']:.1f}-{value['high']:.1f}"
 
     settings = results["settings"]
+    bots = display_names([*results["main"], *(run["bot"] for run in results["runs"].values())])
     main = Table(title=escape(f"Table 1: each bot alone on {settings['config']}, {settings['maps']} held-out maps"),
                  caption="mean over every lifetime; 95 %: interval over maps (bootstrap); paper: its Table 1")
     main.add_column("bot")
     for name in METRICS:
         main.add_column(LABELS[name], justify="right")
     for bot, metrics in results["main"].items():
-        main.add_row(escape(bot.split(":")[-1]), *(f"{metrics[m]['mean']:.2f}" for m in METRICS))
+        main.add_row(escape(bots[bot]), *(f"{metrics[m]['mean']:.2f}" for m in METRICS))
         main.add_row("  95 %", *(interval(metrics[m]) for m in METRICS), style="dim")
         paper = PAPER.get(bot, {})
         if paper:
@@ -246,7 +224,7 @@ def table1_tables(results: dict[str, Any]) -> list[Table]:
             continue
         label = f"cap {run['value']}" if run["kind"] == "cap" else f"grass thr {run['value']:.3f}"
         forest = f"{run['forest_fraction']:.3f}" if "forest_fraction" in run else ""
-        sensitivity.add_row(label, escape(run["bot"].split(":")[-1]), forest,
+        sensitivity.add_row(label, escape(bots[run["bot"]]), forest,
                             *(f"{run['metrics'][m]['mean']:.2f}" for m in shown))
         sensitivity.add_row("", "", "", *(interval(run["metrics"][m]) for m in shown), style="dim")
     materials = Table(title="Material fractions of the playable square (the maps played)")

@@ -51,6 +51,7 @@ from evaluation.submission import Faults, check_private, check_spec
 from evaluation.task_results import task_report
 from nmmo import config as config_module
 from nmmo.config import Config
+from nmmo.policy import display_names
 from nmmo.tasks import TaskSet, load_task_set
 from nmmo.tasks.spec import task_set_key
 
@@ -222,7 +223,8 @@ def evaluate(config: Config | str, policy: str, ticks: int | None = None, episod
                 "backend": backend, "task_input": task_input}
     results = run_episodes(_tasks(config, policies, seeds, map_seeds, time_budget, limits, max_restarts,
                                   task_input=task_input),
-                           workers, progress, desc=f"eval {policy}", backend=backend, ray_address=ray_address)
+                           workers, progress, desc=f"eval {display_names([policy])[policy]}", backend=backend,
+                           ray_address=ray_address)
     metrics, faults = _pooled(results, policies)
     out = _header("eval", config, policies, seeds, map_seeds, settings)
     out["episodes"] = [_episode_entry(r, policies) for r in results]

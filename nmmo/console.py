@@ -2,9 +2,11 @@
 
 On a terminal, long commands keep tqdm's live bar. When the output is not a terminal (a CI log,
 ``make demo > log``, a pipe), a bar would print nothing useful until the end, so `progress` writes
-plain lines instead, one per update (a finished episode, iteration or run), each with the count,
-the elapsed time and the time left::
+plain lines instead: one as the work starts (nothing has to finish first for a log to show that
+the command is running), then one per update (a finished episode, iteration or run), each with the
+count, the elapsed time and the time left::
 
+    tournament: 0/12 episodes, 0:00 elapsed
     tournament: 3/12 episodes, 0:41 elapsed, ETA 2:03
 
 `enabled=False` (``--quiet``, ``--no-progress``) prints nothing.
@@ -35,8 +37,8 @@ def clock(seconds: float) -> str:
 
 
 class LineProgress:
-    """tqdm's update interface, writing one plain line per update (at most one per `min_interval`
-    seconds, the last one always)."""
+    """tqdm's update interface, writing a plain line when it starts and one per update (at most one
+    per `min_interval` seconds, the last one always)."""
 
     def __init__(self, total: int | None, desc: str, unit: str, initial: int = 0, stream: TextIO | None = None,
                  min_interval: float = 0.0) -> None:
@@ -48,15 +50,19 @@ class LineProgress:
         self.started = time.monotonic()
         self._last_line = -float("inf")
         self.postfix = ""
+        self._write(self.started)  # the work has started: say so now, not after its first step
 
     def update(self, n: int = 1) -> None:
         self.n += n
         now = time.monotonic()
         done = self.total is not None and self.n >= self.total
         if done or now - self._last_line >= self.min_interval:
-            self._last_line = now
-            self.stream.write(self.line(now) + "\n")
-            self.stream.flush()
+            self._write(now)
+
+    def _write(self, now: float) -> None:
+        self._last_line = now
+        self.stream.write(self.line(now) + "\n")
+        self.stream.flush()
 
     def line(self, now: float | None = None) -> str:
         elapsed = (now if now is not None else time.monotonic()) - self.started
@@ -84,8 +90,8 @@ class LineProgress:
 
 
 class _Silent(LineProgress):
-    def update(self, n: int = 1) -> None:
-        self.n += n
+    def _write(self, now: float) -> None:
+        """Silent: counts, writes nothing."""
 
 
 def progress(total: int | None = None, desc: str = "", unit: str = "it", enabled: bool = True, initial: int = 0,

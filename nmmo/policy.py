@@ -32,6 +32,7 @@ import importlib
 import importlib.util
 import shlex
 import sys
+import types
 from collections.abc import Collection
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -141,6 +142,38 @@ def spec_forms() -> str:
     return ", ".join([*BUILTIN, "pkg.module:Class (e.g. scripted:Forage)", "path/to/file.py:Class",
                       "path/to/folder:Class"]) + (
         f", {schemes}" if schemes else "")
+
+
+def display_names(specs: Collection[str]) -> dict[str, str]:
+    """The one name each policy goes by in every table, line and leaderboard of a run (the arena's
+    too), from the specs it plays: ``scripted:Forage`` -> ``Forage``, ``path/my_agent.py:Agent`` ->
+    ``my_agent:Agent``, ``pkg.module:Agent`` -> ``module:Agent``, ``ckpt:out/run/checkpoint.pt`` ->
+    ``ckpt:run/checkpoint``, anything else as given. Names that two specs would share stay the
+    full specs, so a name always means one policy; `display_legend` says which spec a name is."""
+
+    def name(spec: str) -> str:
+        if spec.startswith("scripted:"):
+            return spec.split(":", 1)[1]
+        if spec.startswith("ckpt:"):
+            path = Path(spec[5:])
+            return f"ckpt:{path.parent.name + '/' if path.parent.name else ''}{path.stem}"
+        where, sep, cls = spec.rpartition(":")
+        if not sep or where in policy_schemes():
+            return spec
+        stem = Path(where).stem if where.endswith(".py") else where.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[-1]
+        return f"{stem}:{cls}"
+
+    names = {spec: name(spec) for spec in specs}
+    taken = list(names.values())
+    return {spec: text if taken.count(text) == 1 else spec for spec, text in names.items()}
+
+
+def display_legend(specs: Collection[str]) -> str | None:
+    """'name = spec' for each display name that is not its spec with an obvious prefix dropped
+    (``scripted:``), for the line under a table; None when every name speaks for itself."""
+    pairs = [f"{text} = {spec}" for spec, text in display_names(specs).items()
+             if text != spec and not spec.startswith("scripted:")]
+    return "policies: " + "; ".join(pairs) if pairs else None
 
 
 #: Schemes whose loaders read weights only (``torch.load(weights_only=True)`` after `nmmo.io.torchzip`
@@ -266,9 +299,18 @@ def import_spec(spec: str, what: str = "object") -> Any:
             raise ValueError(syntax_error_line(err, err.filename or where)) from None
         except ImportError as err:
             raise ValueError(f"cannot import {what} module {where!r}: {err}") from err
-    if not hasattr(module, name):
-        public = [n for n in dir(module) if not n.startswith("_") and isinstance(getattr(module, n), type)]
-        close = difflib.get_close_matches(name, public, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(f'{where}:{c}' for c in close)}?" if close else ""
-        raise ValueError(f"{where!r} defines no {name!r}{hint}")
-    return getattr(module, name)
+    found = getattr(module, name, None)
+    if found is None:
+        raise ValueError(f"{where!r} defines no {name!r}{_did_you_mean(module, where, name)}")
+    if isinstance(found, types.ModuleType):  # scripted:forage is the module scripted.forage, not its bot
+        raise ValueError(f"{spec!r} names the module {found.__name__}, not a {what} class"
+                         f"{_did_you_mean(module, where, name)}")
+    return found
+
+
+def _did_you_mean(module: Any, where: str, name: str) -> str:
+    """'; did you mean WHERE:Class?' for the classes of `module` whose names are close to `name`,
+    case aside (``forage`` finds ``Forage``); '' when none is."""
+    public = {n.lower(): n for n in dir(module) if not n.startswith("_") and isinstance(getattr(module, n), type)}
+    close = [public[c] for c in difflib.get_close_matches(name.lower(), list(public), n=3, cutoff=0.6)]
+    return f"; did you mean {', '.join(f'{where}:{c}' for c in close)}?" if close else ""

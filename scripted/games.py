@@ -92,7 +92,9 @@ class GameBot(Combat):
     def strike(self, batch: Batch, rows: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """Each agent with one of its `targets` (n, N_OBS bool) in reach attacks the one with the least
         health (then the nearest), with the first style that reaches it (melee, range, mage); returns
-        who struck."""
+        who struck. Without the Combat system nobody strikes, so every bot plays every game."""
+        if not self.config.has("Combat"):  # a game without combat (race to the centre): nothing strikes
+            return np.zeros(batch.n, dtype=bool)
         ent, me = batch.entity, batch.me
         dist = chebyshev(ent[:, :, EntityAttr.ROW], ent[:, :, EntityAttr.COL], me[:, None, EntityAttr.ROW],
                          me[:, None, EntityAttr.COL])

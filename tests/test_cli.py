@@ -120,7 +120,7 @@ def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
     args = ["demo", "--config", "Default", "--ticks", "20", "--episodes", "2", "--workers", "0", "--out", str(out_dir)]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "tournament" in out and "Leaderboard" in out and "scripted:Forage" in out
+    assert "tournament" in out and "Leaderboard" in out and "Forage" in out  # display names: nmmo.policy
     assert (out_dir / "demo_map.png").is_file() and (out_dir / "results.json").is_file()
     assert sorted(p.name for p in (out_dir / "replays").iterdir()) == ["episode_000.replay", "episode_001.replay"]
     if importlib.util.find_spec("torch") is not None:  # the shipped baseline plays and paints its value function
@@ -216,4 +216,4 @@ def test_eval_fails_when_the_policy_never_ran(tmp_path, capsys):
             "--workers", "0", "--quiet", "--out", str(tmp_path / "eval")]
     assert main(argv) == 2
     out = capsys.readouterr().out
-    assert "never ran" in out and "disabled in all 1 episode(s)" in out
+    assert "never acted" in out and "never started in 1 episode(s)" in out

@@ -3,6 +3,7 @@ conventions), the generated config tables are current, and the site builds offli
 
 import html.parser
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,28 @@ def test_site_builds_offline_in_strict_mode(tmp_path):
         parser.feed(page.read_text())
         remote += [f"{page.relative_to(site)}: {url}" for url in parser.remote]
     assert not remote, "the site loads assets from the network:\n" + "\n".join(remote)
+
+
+def observation_claims(page: Path) -> dict[str, bool]:
+    """{observation key: whether the page says it is here} from the rows of the page's
+    "Observations" table: a row lists nmmo 2.x's keys in its first cell (in backticks) and says
+    "absent" at the start of its second when we do not have them."""
+    section = page.read_text().split("### Observations", 1)[1].split("\n#", 1)[0]
+    claims = {}
+    for row in (line for line in section.splitlines() if line.startswith("| `")):
+        theirs, ours = (cell.strip() for cell in row.strip("|").split("|", 1))
+        for key in re.findall(r"`(\w+)`", theirs.split(":")[0]):
+            claims[key] = not ours.startswith("absent")
+    return claims
+
+
+def test_the_migration_pages_observation_claims_hold():
+    # docs/coming_from.md once called the Task observation absent, long after tasks shipped
+    import nmmo
+
+    claims = observation_claims(DOCS / "coming_from.md")
+    assert {"Tile", "Entity", "ActionTargets", "AgentId", "CurrentTick", "Task", "Inventory"} <= set(claims)
+    obs, _ = nmmo.Env("trainers_small", tasks="foraging", seed=0).reset(seed=0)
+    keys = set(next(iter(obs.values())))  # tasks on: every key an observation can hold
+    assert {key for key, here in claims.items() if here} == keys
+    assert not {key for key, here in claims.items() if not here} & keys

@@ -28,8 +28,8 @@ def test_plain_progress_lines_count_time_and_eta(tmp_path):
         bar.update()
     out.seek(0)
     lines = out.read().splitlines()
-    assert [line.split(",")[0] for line in lines] == [f"tournament: {i}/4 episodes" for i in range(1, 5)]
-    assert "ETA" in lines[0] and "ETA" not in lines[-1] and "elapsed" in lines[-1]
+    assert [line.split(",")[0] for line in lines] == [f"tournament: {i}/4 episodes" for i in range(0, 5)]
+    assert "ETA" not in lines[0] and "ETA" in lines[1] and "ETA" not in lines[-1] and "elapsed" in lines[-1]
     assert clock(3723) == "1:02:03" and clock(61) == "1:01"
 
 

@@ -292,6 +292,21 @@ def test_ongoing_rewards_progress_every_tick():
     assert run(config, state, spec, [1, 0, 1, 0]) == [(0.5, 1, False), (0.5, 1, False), (1, 2, True), (1, 2, True)]
 
 
+def test_an_ongoing_task_is_complete_only_while_it_holds():
+    # sandwich's team task: StayAlive (every member alive), ongoing. Completion latched on the first
+    # tick, so lives that ended with the team broken read completion 1.00 beside progress 0.00
+    config, state = world(team_size=2)
+    players(state, [(4, 4), (4, 5), (10, 4), (10, 10)], team_size=2)
+    spec = {"predicate": "StayAlive", "subject": "team", "reward_to": "team", "type": "ongoing"}
+    t = tasks(config, state, [spec], assignment=[0, 0], assign="team")
+    step = t.evaluate(state)
+    assert list(step.progress) == [1, 1, 1, 1] and list(step.completed) == [True] * 4
+    state.entities.alive[1] = False  # team 0 loses a member: its task no longer holds
+    step = t.evaluate(state)
+    assert list(step.progress) == [0, 0, 1, 1] and list(step.completed) == [False, False, True, True]
+    assert list(step.rewards) == [0, 0, 1, 1]
+
+
 def test_hold_completes_after_consecutive_satisfied_ticks():
     config, state = world()
     players(state, [(4, 4), (4, 10), (10, 4), (10, 10)])

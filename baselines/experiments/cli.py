@@ -15,6 +15,8 @@ from typing import Any
 from baselines.experiments import games, maps, population, progression, tasks
 from baselines.experiments.run import Budget, reward_recipe
 from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
+from nmmo.cli.outputs import add_out_flags
+from nmmo.cli.tables import print_table
 
 #: Flags of every experiment that go into the command line recorded in the results file.
 RECORDED = ("config", "games", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "teacher",
@@ -56,7 +58,7 @@ def _report(results: dict[str, Any], table: Callable[[dict], Any], out: Path, na
 
     console = wide_console()
     if not quiet:
-        console.print(table(results))
+        print_table(console, table(results))
         for line in results["summary"]["verdict"]:
             console.print(f"- {line}", highlight=False, markup=False)
         console.print(f"reward: {results['reward']}", highlight=False, markup=False)
@@ -122,10 +124,10 @@ def _common(parser: argparse.ArgumentParser, name: str, config: str | None, step
     parser.add_argument("--threads", type=int, default=1, help="torch threads of training and evaluation")
     parser.add_argument("--workers", type=int, default=0, help="env worker processes per run (Ray actors with --ray)")
     add_ray_flags(parser)
-    parser.add_argument("--out", type=Path, default=Path(f"out/experiments/{name}"), help=f"{name}.json, {name}.png "
-                        "and runs/KEY/ (each run's checkpoint, logs, curves and map cache) go here")
-    parser.add_argument("--resume", action="store_true", help=f"skip the runs already in OUT/{name}.json and "
-                        "continue an interrupted run from its checkpoint")
+    add_out_flags(parser, Path(f"out/experiments/{name}"), f"{name}.json, {name}.png and runs/KEY/ (each run's "
+                  "checkpoint, logs, curves and map cache) go here",
+                  resume=f"skip the runs already in OUT/{name}.json and continue an interrupted run from its "
+                  "checkpoint")
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables: only the paths of the results")
 
 

@@ -8,7 +8,8 @@ add commands the same way: an entry point naming ``add_commands(subparsers)``. A
 ``func`` (and optionally ``check``, run before any work) with ``set_defaults``; `add_command`
 gives it the shared help format (every flag's help shows its default).
 
-Shared helpers for every command: `console`, `error_line`, `cli_command`,
+Shared helpers for every command: `console`, `error_line`, `cli_command`, `Parser` (`nmmo.cli.parser`:
+flags never abbreviated; `nmmo.cli.outputs`: the output folder rule; `nmmo.cli.tables`: tables that fit),
 `check_port`, `add_ray_flags` / `ray_options`, `add_game_flags` / `game_config` (``--game NAME``: a
 minigame's canonical config) (progress displays: `nmmo.console`).
 """
@@ -34,6 +35,9 @@ from rich.table import Table
 from rich.text import Text
 
 from nmmo import config as config_module
+from nmmo.cli.outputs import check_output
+from nmmo.cli.parser import Parser
+from nmmo.cli.tables import print_table
 from nmmo.config import ConfigError
 from nmmo.config.checks import GAME_NAMES
 
@@ -167,7 +171,7 @@ def _cmd_maps_generate(args: argparse.Namespace) -> int:
     table.add_column("mean fraction", justify="right")
     for name, value in totals.items():
         table.add_row(name, f"{value:.3f}")
-    console.print(table)
+    print_table(console, table)
     console.print(f"cache: {world.cache_dir(config)}  ({elapsed:.2f} s)")
     if args.preview:
         console.print(f"previews: {out}/")
@@ -190,7 +194,7 @@ def _cmd_maps_show(args: argparse.Namespace) -> int:
     table.add_row("walkable reachable from spawns", f"{stats['reachable_fraction']:.3f}")
     table.add_row("spawns reach forest", str(stats["spawns_reach_forest"]))
     table.add_row("spawns reach water", str(stats["spawns_reach_water"]))
-    console.print(table)
+    print_table(console, table)
     if args.preview:
         path = world.preview_png(game_map, Path(args.preview), args.zoom, args.downscale)
         console.print(f"preview: {path}")
@@ -204,7 +208,7 @@ def _cmd_config_list(args: argparse.Namespace) -> int:
     table.add_column("description")
     for name, description in config_module.available().items():
         table.add_row(name, description)
-    console.print(table)
+    print_table(console, table)
     return 0
 
 
@@ -222,13 +226,13 @@ def _cmd_config_diff(args: argparse.Namespace) -> int:
     table.add_column(b.name, justify="right")
     for key, (x, y) in diff.items():
         table.add_row(key, "-" if x is None else str(x), "-" if y is None else str(y))
-    console.print(table)
+    print_table(console, table)
     return 0
 
 
 # ------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nmmo", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter)
+    parser = Parser(prog="nmmo", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     maps = add_command(sub, "maps", "generate, cache and inspect procedural maps")
@@ -294,6 +298,7 @@ def check_args(args: argparse.Namespace) -> None:
         settle_config(args)
     if getattr(args, "check", None) is not None:
         args.check(args)
+    check_output(args)  # last: the command's own check may settle where its output goes
 
 
 def error_line(err: BaseException) -> str:

@@ -26,7 +26,7 @@ class Gaming:
     def _init_game(self, tasks: Any) -> Any:
         """The game of the config (None: the open world); returns the tasks the env takes."""
         self.game: Game | None = GAMES[self.config.GAME](self.config) if self.config.GAME else None
-        self._game_over, self._won = False, np.zeros(0, dtype=np.int64)
+        self._game_over, self._won, self._by_rule = False, np.zeros(0, dtype=np.int64), False
         if self.game is None:
             return tasks
         if tasks is not None:
@@ -44,7 +44,7 @@ class Gaming:
             self._init_tasks(tasks)
         self.realm.rules = self.game.rules()
         self.game.start(self.realm.state)
-        self._game_over, self._won = False, np.zeros(0, dtype=np.int64)
+        self._game_over, self._won, self._by_rule = False, np.zeros(0, dtype=np.int64), False
 
     def _game_tick(self) -> None:
         """After a tick: has a team won (or has the horizon come)?"""
@@ -52,6 +52,7 @@ class Gaming:
             return
         state = self.realm.state
         won = self.game.winners(state)
+        self._by_rule = bool(won.size)  # won by the game's rule, not decided at the horizon
         if not won.size and state.tick >= self.config.HORIZON:
             won = self.game.final_winners(state)
         elif not won.size:
@@ -78,3 +79,26 @@ class Gaming:
         return {"game": self.game.name, "title": self.game.title, "tick": int(self.realm.state.tick),
                 **self.game.state(self.realm.state), "winners": self._won.tolist() if self._game_over else [],
                 **self.game.level()}
+
+    def game_result(self) -> str:
+        """One line for people, '' without a game: who won, at which tick and why (the game's rule,
+        or what decides at the horizon), or why nobody did; for a game not over yet (a run stopped
+        early, or every player dead before the horizon), how it stands."""
+        if self.game is None or self.realm.state is None:
+            return ""
+        game, tick, horizon = self.game, int(self.realm.state.tick), self.config.HORIZON
+        if self._game_over:
+            if not self._won.size:
+                return f"{game.name}: no winner at tick {tick}, the horizon: {game.no_winner}"
+            why = game.win_rule if self._by_rule else game.final_rule
+            return f"{game.name}: {_teams(self._won)} won at tick {tick} of {horizon} ({why})"
+        if not self.realm.state.entities.alive[: self.config.PLAYER_N].any():
+            return f"{game.name}: no winner: every player died by tick {tick} (of {horizon})"
+        now = self.game.final_winners(self.realm.state)
+        standing = f"{_teams(now)} would win now ({game.final_rule})" if now.size else game.no_winner
+        return f"{game.name}: stopped at tick {tick}, before the game ended (horizon {horizon}); {standing}"
+
+
+def _teams(teams: np.ndarray) -> str:
+    """'team 3' or 'teams 1, 4' (team indices, as the game state and the viewer number them)."""
+    return ("team " if len(teams) == 1 else "teams ") + ", ".join(str(int(t)) for t in teams)

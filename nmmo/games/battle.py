@@ -31,6 +31,9 @@ class ProtectTheKing(Game):
     teams with the most live members). Team task: ProtectLeader (keep the king, kill the others)."""
 
     name, title = "protect_the_king", "Protect the king"
+    win_rule = "the last team with its king alive"
+    final_rule = "the most live members, king alive, at the horizon"
+    no_winner = "no king is alive"
 
     def rules(self) -> list:
         return [self._kings_fall]

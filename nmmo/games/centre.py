@@ -37,6 +37,8 @@ class RaceToCentre(Game):
     centre are cleared of water and stone (`open_centre`)."""
 
     name, title = "race_to_centre", "Race to the centre"
+    win_rule, final_rule, no_winner = "the first team on the centre tile", "nobody wins at the horizon", \
+        "no team reached the centre tile"
 
     def start(self, state: State) -> None:
         open_centre(state, self.center, self.config.MAP_CENTER // 2)
@@ -68,6 +70,7 @@ class KingOfTheHill(Game):
     otherwise it is GAME_HOLD in every episode."""
 
     name, title = "king_of_the_hill", "King of the hill"
+    final_rule, no_winner = "the team holding the centre at the horizon", "no team ever held the centre"
 
     def __init__(self, config) -> None:
         super().__init__(config)
@@ -107,6 +110,10 @@ class KingOfTheHill(Game):
 
     def level(self) -> dict[str, Any]:
         return {"hold": self.hold}
+
+    @property
+    def win_rule(self) -> str:  # type: ignore[override]
+        return f"held the centre for {self.hold} ticks"
 
     def state(self, state: State) -> dict[str, Any]:
         held = int(state.tick - self.since) if self.holder >= 0 else 0

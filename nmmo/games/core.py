@@ -32,6 +32,11 @@ class Game:
 
     name = ""
     title = ""
+    #: Why the teams `winners` names won, for the winner line (`nmmo.envs.gaming.Gaming.game_result`).
+    win_rule = "the last team standing"
+    #: What decides at the horizon (`final_winners`), and what it means when it names nobody.
+    final_rule = "the most live members at the horizon"
+    no_winner = "no team has a live member"
 
     def __init__(self, config: Config) -> None:
         self.config = config

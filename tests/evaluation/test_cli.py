@@ -96,7 +96,7 @@ def test_a_submission_that_never_ran_is_failed_not_ranked(tmp_path, config_path,
     code = main(["tournament", "--config", config_path, "--policies", spec, "idle", "--episodes", "2", "--ticks", "6",
                  "--workers", "0", "--quiet", "--out", str(out)])
     text = capsys.readouterr().out
-    assert code != 0 and "never ran in any episode" in text
+    assert code != 0 and "never acted" in text
     saved = json.loads((out / "results.json").read_text())  # the results are still written
     row = next(r for r in saved["leaderboard"] if r["policy"] == spec)
     assert row["failed"] and row["rank"] is None
@@ -106,13 +106,15 @@ def test_a_submission_that_never_ran_is_failed_not_ranked(tmp_path, config_path,
 
 def test_bad_input_is_a_clear_error(tmp_path, config_path, capsys):
     missing = "a_policy_file_with_a_name_long_enough_to_wrap_an_80_column_line.py"
-    assert main(["tournament", "--config", config_path, "--policies", f"{missing}:Agent", "--quiet"]) == 2
+    assert main(["tournament", "--config", config_path, "--policies", f"{missing}:Agent", "--quiet",
+                 "--out", str(tmp_path / "tour")]) == 2
     assert f"{missing}' does not exist" in capsys.readouterr().out  # one line, never wrapped
     assert main(["eval", "--config", config_path, "--policy", "random", "--episodes", "0", "--quiet"]) == 2
     assert "episodes must be a positive int" in capsys.readouterr().out
-    assert main(["tournament", "--config", "smal_maps", "--policies", "random", "--quiet"]) == 2
+    out = ["--out", str(tmp_path / "tour")]  # fresh: the rule on non-empty output folders comes first
+    assert main(["tournament", "--config", "smal_maps", "--policies", "random", "--quiet", *out]) == 2
     assert "Did you mean" in capsys.readouterr().out
-    assert main(["tournament", "--config", config_path, "--policies", "scripted:Forgae", "--quiet"]) == 2
+    assert main(["tournament", "--config", config_path, "--policies", "scripted:Forgae", "--quiet", *out]) == 2
     assert "did you mean scripted:Forage" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["tournament", "--policies", "random", "--metric", "gold"])
@@ -123,7 +125,8 @@ def test_recorded_tournament_replays_name_their_policies(tmp_path, config_path, 
 
     replays = tmp_path / "replays"
     code = main(["tournament", "--config", config_path, "--policies", "random", "scripted:Meander", "--episodes", "2",
-                 "--ticks", "4", "--workers", "0", "--quiet", "--record", str(replays)])
+                 "--ticks", "4", "--workers", "0", "--quiet", "--record", str(replays),
+                 "--out", str(tmp_path / "tour")])
     assert code == 0
     assert f"replays: {replays}/ (watch them:" in capsys.readouterr().out
     names = sorted(path.name for path in replays.glob("*.replay"))

@@ -66,8 +66,8 @@ def test_a_shadow_scripted_folder_is_never_imported_by_python_m_nmmo(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert not marker.exists()
     shadowed = subprocess.run([sys.executable, "-m", "nmmo", "eval", "--policy", "scripted:Meander", "--config",
-                               "Small", "--episodes", "1", "--ticks", "2", "--workers", "1"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300,
+                               "Small", "--episodes", "1", "--ticks", "2", "--workers", "1", "--out", "again"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
                               env={**os.environ, "PYTHONPATH": str(tmp_path)})
     output = (shadowed.stdout + shadowed.stderr).strip()  # on PYTHONPATH it is found first: refused, not run
     assert shadowed.returncode == 2 and "shadows" in output and len(output.splitlines()) == 1, output
