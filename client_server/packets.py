@@ -6,7 +6,9 @@ whose fields changed since the previous frame, the ids that disappeared, the til
 and this tick's attacks. Runs with tasks also send the task fields (`sent_fields`) and, in the
 header, the task set's names (``tasks``); runs without send neither, as before. Runs of a minigame
 (`nmmo.games`) name it in the header (``game``: its ``name`` and ``title``) and send its state with
-every tick packet (``game``: `game_field`).
+every tick packet (``game``: `game_field`). Replays that recorded the agents' value estimates
+(`nmmo.Env.record_values`) also send ``value`` per entity, and the header says how to read it
+(``values``: the ``scale`` it is stored at and the ``none`` that marks no estimate).
 """
 
 from __future__ import annotations
@@ -18,18 +20,19 @@ import numpy as np
 
 from client_server.protocol import SPEED_RANGE
 from nmmo.core.enums import MATERIAL_COLORS, Material
-from nmmo.io.replay import FIELDS, TASK_FIELDS, quantize
+from nmmo.io.replay import FIELDS, NO_VALUE, TASK_FIELDS, VALUE_SCALE, quantize
 
 PROTOCOL_VERSION = 1
 #: Fields sent per entity (the frame's `alive` and `damage` stay server-side) in a run without tasks.
-SENT_FIELDS = [name for name in FIELDS if name not in ("alive", "damage", *TASK_FIELDS)]
+SENT_FIELDS = [name for name in FIELDS if name not in ("alive", "damage", "value", *TASK_FIELDS)]
 #: ... and in a run with tasks: the slot's task, its progress (per-mille) and whether it is done.
 TASK_SENT_FIELDS = [*SENT_FIELDS, *TASK_FIELDS]
 
 
-def sent_fields(tasks: bool) -> list[str]:
-    """The fields tick packets carry: with the task fields when the run has tasks."""
-    return TASK_SENT_FIELDS if tasks else SENT_FIELDS
+def sent_fields(tasks: bool, values: bool = False) -> list[str]:
+    """The fields tick packets carry: with the task fields when the run has tasks, and ``value``
+    (each agent's value estimate, in thousandths) when it recorded estimates."""
+    return [*(TASK_SENT_FIELDS if tasks else SENT_FIELDS), *(["value"] if values else [])]
 
 
 def b64(array: np.ndarray) -> str:
@@ -38,19 +41,21 @@ def b64(array: np.ndarray) -> str:
 
 def header_packet(mode: str, material: np.ndarray, *, center: int, border: int, ticks: int | None, tick: int,
                   overlays: list[str], config: dict, blank: dict[str, str] | None = None,
-                  tasks: dict | None = None, game: dict | None = None) -> dict:
+                  tasks: dict | None = None, game: dict | None = None, values: bool = False) -> dict:
     """The first packet of a connection: the map once, sizes, overlay names (and `blank`: what each
     shows on tiles without data, for the legend), config summary, and with tasks, `tasks`: the set's
     ``name`` and its specs' ``names`` (a frame's ``task`` indexes them; `task_summary`); with a
-    minigame, `game` (`game_summary`)."""
+    minigame, `game` (`game_summary`); with `values` (value estimates recorded), how to read them."""
     extra = ({} if tasks is None else {"tasks": tasks}) | ({} if game is None else {"game": game})
+    if values:
+        extra["values"] = {"scale": VALUE_SCALE, "none": NO_VALUE}
     return {
         "type": "header", "version": PROTOCOL_VERSION, "mode": mode, "size": int(material.shape[0]),
         "center": center, "border": border, "material": b64(material.astype(np.uint8)),
         "materials": {str(int(m)): m.name.lower() for m in Material},
         "colors": {str(int(m)): list(rgb) for m, rgb in MATERIAL_COLORS.items()},
         "ticks": ticks, "tick": tick, "overlays": overlays, "overlay_blank": dict(blank or {}), "config": config,
-        "fields": sent_fields(tasks is not None), "speed_range": list(SPEED_RANGE), **extra,
+        "fields": sent_fields(tasks is not None, values), "speed_range": list(SPEED_RANGE), **extra,
     }
 
 

@@ -41,6 +41,11 @@ def has_tasks(replay) -> bool:
     return packets.task_summary(replay.header.get("tasks")) is not None
 
 
+def has_values(replay) -> bool:
+    """Whether a replay recorded its agents' value estimates (`nmmo.Env.record_values`)."""
+    return replay.header.get("values") is True
+
+
 def replay_overlays(replay) -> list[str]:
     """The overlays a replay offers: the built-ins (``tasks done`` only with tasks), then its own."""
     return [*builtin_names(has_tasks(replay)), *replay.overlay_names]
@@ -78,7 +83,8 @@ def encoded_tick(replay, tick: int, full: bool) -> str:
         frame = replay.frame(tick)
         previous = None if key[1] else replay.frame(tick - 1)
         text = dumps(tick_packet(tick, frame, previous, None if key[1] else replay.tile_changes(tick),
-                                 packets.sent_fields(has_tasks(replay)), game=replay.game_state(tick)))
+                                 packets.sent_fields(has_tasks(replay), has_values(replay)),
+                                 game=replay.game_state(tick)))
         cache[key] = text
         if len(cache) > PACKETS_KEPT:
             cache.popitem(last=False)
@@ -97,7 +103,7 @@ class ReplayViewer:
         self.visits_upto = -1
         self.completions: np.ndarray | None = None  # the same for the tasks done overlay
         self.completions_upto = -1
-        self.fields = packets.sent_fields(has_tasks(replay))
+        self.fields = packets.sent_fields(has_tasks(replay), has_values(replay))
         self.overlay_sent_at = -1e9
         self.wake = asyncio.Event()
 
@@ -132,7 +138,8 @@ class ReplayViewer:
                     "HORIZON": header.get("horizon"), "map_seed": header.get("map_seed"),
                     "policies": header.get("policies"), "team_policy": header.get("team_policy")},
             tasks=packets.task_summary(header.get("tasks")),
-            game=packets.game_summary(header.get("game")) if self.replay.games is not None else None)))
+            game=packets.game_summary(header.get("game")) if self.replay.games is not None else None,
+            values=has_values(self.replay))))
 
     async def send_tick(self, full: bool) -> None:
         text = encoded_tick(self.replay, self.tick, full)

@@ -12,8 +12,9 @@ class ValueOverlays:
     critic at every walkable tile for one standard agent, painted once on the first frame by an
     instance of the policy of its own) named ``value landscape``, and the mean estimate per tile
     of its agents so far (`ValueMap`) named ``value`` (``value: SPEC``, ``value landscape: SPEC``
-    when several policies have one). The mean is refreshed every `every` ticks, which keeps
-    replays small (each refresh stores a map-sized layer)."""
+    when several policies have one), and each agent's own estimate on every frame
+    (`nmmo.Env.record_values`: the viewer's inspector shows it). The mean is refreshed every
+    `every` ticks, which keeps replays small (each refresh stores a map-sized layer)."""
 
     def __init__(self, env: nmmo.Env, handles: list, every: int = 16) -> None:
         from nmmo.envs.overlays import ValueMap
@@ -42,6 +43,7 @@ class ValueOverlays:
 
         for p in self.policies:
             self.maps[p].add_observed(seen[p], self.handles[p].last_values or {})
+            self.env.record_values(self.handles[p].last_values or {})  # each agent's own, for the inspector
             if self.names[p] not in self.env.overlays.user_names():
                 self.env.overlays.register(self.names[p], self.maps[p].heatmap(), blank=VALUE_BLANK)
             elif tick % self.every == 0 or tick + 1 >= self.env.config.HORIZON:  # the last tick is recorded too

@@ -360,3 +360,36 @@ def test_a_replay_whose_entities_stand_off_the_map_is_refused(tmp_path):
     (tmp_path / "off.replay").write_bytes(buffer.getvalue())
     with pytest.raises(ReplayError, match="off the .* map"):
         load_replay(tmp_path / "off.replay")
+
+
+def test_value_estimates_are_recorded_on_the_frame_the_policy_saw(tmp_path):
+    """`env.record_values` stores each agent's estimate (in thousandths) on the frame it was given on,
+    the frame the policy acted on; other rows (NPCs, other agents) and older files hold NO_VALUE."""
+    from nmmo.io.replay import NO_VALUE, VALUE_SCALE
+
+    env = nmmo.Env(nmmo.config.load("small_maps").set("PLAYER_N", 8).set("HORIZON", 10), seed=1, record=True)
+    env.reset()
+    given = []
+    for t in range(3):
+        values = {agent: 0.25 * agent - t for agent in env.agents[:4]}
+        env.record_values({**values, 10**6: 1.0, env.agents[5]: float("nan")})  # unknown and NaN: not stored
+        given.append(values)
+        env.step({})
+    path = env.save_replay(tmp_path / "values.replay")
+    replay = load_replay(path)
+    assert replay.header["values"] is True
+    for tick, values in enumerate(given):
+        frame = replay.frame(tick)
+        slots = [int(np.flatnonzero(frame["id"] == agent)[0]) for agent in values]
+        assert frame["value"][slots].tolist() == [round(v * VALUE_SCALE) for v in values.values()]
+        assert (np.delete(frame["value"], slots) == NO_VALUE).all()
+    assert (replay.frame(3)["value"] == NO_VALUE).all()
+
+    with np.load(path) as archive:  # a v3 file has no value field: it loads with none
+        arrays = {key: archive[key] for key in archive.files if key != "f_value"}
+    meta = json.loads(arrays["header"].tobytes())
+    arrays["header"] = np.frombuffer(json.dumps({**meta, "version": 3, "values": False}).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    (tmp_path / "v3.replay").write_bytes(buffer.getvalue())
+    assert (load_replay(tmp_path / "v3.replay").fields["value"] == NO_VALUE).all()

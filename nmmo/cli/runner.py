@@ -24,7 +24,7 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
     from nmmo import console
     from nmmo.envs.landscape import paint_landscape
     from nmmo.envs.overlays import VALUE_BLANK, ValueMap
-    from nmmo.policy import load_policy_class
+    from nmmo.policy import display_names, load_policy_class
 
     config.set("HORIZON", max(config.HORIZON, ticks))
     env = nmmo.Env(config, seed=seed, record=record is not None)
@@ -41,7 +41,8 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
     lifetimes: list[dict] = []
     step_time = 0.0
     agent_steps = 0
-    bar = console.progress(total=ticks, desc=f"{policy_spec} on {config.name}", unit="tick", enabled=progress,
+    name = display_names([policy_spec])[policy_spec]
+    bar = console.progress(total=ticks, desc=f"{name} on {config.name}", unit="tick", enabled=progress,
                            min_interval=10.0)  # in a log: a line every 10 s, not one per tick
     for _ in range(ticks):
         live = {a: o for a, o in obs.items() if a in env.agents}
@@ -49,6 +50,7 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         if value_overlay and live:
             value_map.add_observed(live, policy.last_values)
             env.overlays.update("value", value_map.heatmap())
+            env.record_values(policy.last_values)  # each agent's own estimate, for the viewer's inspector
         start = time.perf_counter()
         obs, _, terminations, truncations, infos = env.step(actions)
         step_time += time.perf_counter() - start
@@ -65,7 +67,7 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         env.save_replay(record)
     return {"lifetimes": lifetimes, "ticks": env.tick, "step_time": step_time,
             "agent_steps": agent_steps, "issued": env.realm.state.next_player_id - 1,
-            "npcs": len(env.realm.npcs)}
+            "npcs": len(env.realm.npcs), "game": env.game_result()}
 
 
 def metric_table(title: str, lifetimes: list[dict]) -> Table:
@@ -84,13 +86,18 @@ def metric_table(title: str, lifetimes: list[dict]) -> Table:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from nmmo.cli import cli_command, console
+    from nmmo.cli.tables import print_table
+    from nmmo.policy import display_names
 
     config = config_module.resolve(args.config)
     result = simulate(config, args.policy, args.ticks, args.seed, record=args.record, value_overlay=args.value_overlay)
     if args.record:
         console.print(f"replay: {args.record}  (watch: {cli_command()} serve --replay {args.record})", highlight=False)
-    console.print(metric_table(f"{args.policy} on {config.name}: {len(result['lifetimes'])} lifetimes, "
-                               f"{result['ticks']} ticks", result["lifetimes"]))
+    name = display_names([args.policy])[args.policy]
+    print_table(console, metric_table(f"{name} on {config.name}: {len(result['lifetimes'])} lifetimes, "
+                                      f"{result['ticks']} ticks", result["lifetimes"]))
+    if result["game"]:  # who won and why the game ended (or how it stands)
+        console.print(result["game"], highlight=False)
     console.print(f"{result['agent_steps'] / max(result['step_time'], 1e-9):,.0f} agent-steps/s in env.step")
     return 0
 

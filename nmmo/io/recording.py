@@ -15,11 +15,15 @@ from nmmo.core.enums import Event, Skill
 from nmmo.core.state import State
 
 FORMAT = "flatmmo-replay"
-VERSION = 3  # v2 adds the hunting and fishing levels (v1 files load with them at 0), v3 the event log, tasks, games
+VERSION = 4  # v2 adds the hunting and fishing levels (v1 files load with them at 0), v3 the event log, tasks,
+# games, v4 the agents' value estimates
+#: A slot's value estimate (`Recorder.record_values`) is stored in thousandths, clipped to +-VALUE_LIMIT
+#: so that its tick-to-tick deltas fit the int32 field; NO_VALUE: none (NPC rows, runs without estimates).
+VALUE_SCALE, VALUE_LIMIT, NO_VALUE = 1000, 2**30 - 1, -(2**30)
 #: Fields a replay of an older version lacks (loaded as `MISSING`, else zeros).
-ADDED_IN = {"hunting": 2, "fishing": 2, "task": 3, "task_progress": 3, "task_done": 3}
+ADDED_IN = {"hunting": 2, "fishing": 2, "task": 3, "task_progress": 3, "task_done": 3, "value": 4}
 #: What a field an older replay lacks holds when loaded, where that is not 0 (``task``: no task).
-MISSING = {"task": -1}
+MISSING = {"task": -1, "value": NO_VALUE}
 #: The task fields of a frame: the slot's task (its index in the header's ``tasks`` set, -1 for none:
 #: NPC rows, tasks off), its progress in per-mille (0..1000) and whether it is done (0/1).
 TASK_FIELDS = ("task", "task_progress", "task_done")
@@ -50,6 +54,7 @@ FIELDS: dict[str, np.dtype] = {
     "task": np.dtype(np.int16),
     "task_progress": np.dtype(np.int16),
     "task_done": np.dtype(np.int8),
+    "value": np.dtype(np.int32),
 }
 
 
@@ -96,6 +101,7 @@ def capture(state: State, tasks: dict[str, np.ndarray] | None = None) -> dict[st
         "attack_style": ent.attack_style.astype(np.int8),
         "attack_target": ent.attack_target_id.astype(np.int32),
         **{name: np.asarray(tasks[name], dtype=FIELDS[name]).copy() for name in TASK_FIELDS},
+        "value": np.full(ent.alive.size, NO_VALUE, dtype=np.int32),  # `Recorder.record_values` fills it in
     }
 
 
@@ -197,6 +203,23 @@ class Recorder:
                 self.header.setdefault("overlay_blank", {})[name] = overlays.blank(name)  # what no data shows
                 data, low, high = quantize(overlays.get(name))
                 self.overlay_events.append((tick, name, data, low, high))
+
+    def record_values(self, values: dict[int, float]) -> None:
+        """Store each agent's value estimate (`values`: agent id -> estimate, a policy's
+        `last_values`) on the last frame, the one the policy observed; the header then says the
+        replay has them (``values``), and the viewer's inspector shows them."""
+        if not self.frames or not values:
+            return
+        frame = self.frames[-1]
+        ids = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
+        estimates = np.fromiter(values.values(), dtype=np.float64, count=len(values))
+        live = np.flatnonzero((frame["alive"] > 0) & (frame["id"] > 0))  # players' ids are positive
+        slot_of = dict(zip(frame["id"][live].tolist(), live.tolist(), strict=True))
+        known = np.array([int(agent) in slot_of for agent in ids.tolist()], dtype=bool) & np.isfinite(estimates)
+        slots = np.array([slot_of[int(agent)] for agent in ids[known].tolist()], dtype=np.int64)
+        scaled = np.clip(estimates[known] * VALUE_SCALE, -VALUE_LIMIT, VALUE_LIMIT)
+        frame["value"][slots] = np.rint(scaled).astype(np.int32)
+        self.header["values"] = True
 
     def name_players(self, policies: list[str] | None, team_policy: list[int] | None) -> None:
         """Put who played in the header, for the viewer: `policies` names them, `team_policy` gives

@@ -19,6 +19,11 @@ name, ``names``: its specs' names, ``specs``: each spec's table, ``assign``: TAS
 frame the fields ``task`` (the slot's index into ``names``; -1: no task, as NPC rows and runs without
 tasks have), ``task_progress`` (per-mille, 0..1000) and ``task_done`` (0/1). Files older than v3
 load with ``task`` -1 and the other two 0.
+
+Value estimates (v4): a run whose policy has a critic may store each agent's estimate on the frame
+it observed (`nmmo.Env.record_values`, as ``nmmo run --value-overlay`` and recorded tournaments do):
+the field ``value``, in thousandths (``NO_VALUE``: none, as NPC rows and runs without estimates
+have), and the header's ``values`` is true. Files older than v4 load with ``NO_VALUE`` everywhere.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from nmmo.io.recording import (  # noqa: F401
     MAX_GAME_BYTES,
     MAX_GAME_FRAME_BYTES,
     MISSING,
+    NO_VALUE,
     TASK_FIELDS,
+    VALUE_SCALE,
     VERSION,
     Recorder,
     ReplayError,
@@ -215,6 +222,7 @@ def _check_header(path: Path, header) -> dict:
     _require(tasks is None or (isinstance(tasks, dict) and isinstance(tasks.get("names"), list)
                                and all(isinstance(n, str) for n in tasks["names"])), path,
              "has a header whose 'tasks' does not list task names")
+    _require(type(header.get("values", False)) is bool, path, "has a header whose 'values' is not true or false")
     return header
 
 

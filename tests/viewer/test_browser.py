@@ -332,6 +332,80 @@ def map_area(picture: np.ndarray, rects: list) -> np.ndarray:
     return area
 
 
+def delta_e(a, b) -> float:
+    """CIE76 colour difference of two sRGB colours (0..255): about 2.3 is just noticeable; the
+    viewer's palette keeps every two meanings 25 or more apart."""
+    def lab(rgb):
+        c = np.asarray(rgb, dtype=float) / 255
+        c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ c
+        xyz /= [0.95047, 1.0, 1.08883]  # D65 white
+        f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+        return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+    return float(np.linalg.norm(lab(a) - lab(b)))
+
+
+def legend_colours(browser) -> tuple[dict[str, tuple[int, int, int]], dict[str, str]]:
+    """Every colour the legends show, by meaning (the terrain's materials from the header, the map
+    legend's NPC kinds, attack styles and marks, the policies' colours), and each legend item's text."""
+    header, items = browser.execute_script(  # one round trip
+        "return [window.viewer.header, [...document.querySelectorAll('#entity-legend .legend-item, "
+        "#policies .legend-item')].map(e => ({meaning: e.dataset.meaning, shapeOnly: !!e.dataset.shapeOnly, "
+        "text: e.innerText.trim(), color: e.querySelector('svg.icon').dataset.color ?? null}))]")
+    colours = {f"terrain {header['materials'][k]}": tuple(rgb) for k, rgb in header["colors"].items()}
+    for item in items:
+        if not item["shapeOnly"]:
+            colours[item["meaning"]] = tuple(int(v) for v in item["color"][4:-1].split(","))
+    return colours, {item["meaning"]: item["text"] for item in items}
+
+
+def test_the_legend_names_one_meaning_per_colour_and_the_inspector_shows_values(server, browser, replay_dir):
+    """The legend names the players' and NPCs' shapes, the NPC kinds, attack styles and policies, each
+    colour apart from every other (and from the terrain's: lava's red is no NPC's or policy's);
+    the inspector of an agent of the baseline shows its value estimate as the replay recorded it."""
+    from nmmo.io.replay import NO_VALUE, VALUE_SCALE, load_replay
+
+    browser.get(f"{server}/?replay=baseline.replay")
+    wait_for(browser, "return window.viewer && window.viewer.packets > 0 && window.viewer.tick === 0")
+    colours, texts = legend_colours(browser)
+    assert texts == {"player": "colour: its policy (below)", "npc passive": "passive", "npc neutral": "neutral",
+                     "npc hostile": "hostile", "attack melee": "melee", "attack range": "range", "attack mage": "mage",
+                     "policy 0": "baseline:small", "policy 1": "scripted:Forage"}
+    rows = browser.execute_script("return [...document.querySelectorAll('#entity-legend .legend-row')].map(r => "
+                                  "[r.querySelector('.legend-title').innerText, r.querySelectorAll('svg').length])")
+    assert rows == [["players", 1], ["NPCs", 3], ["attacks", 3]]  # a line a shape: capsules, octahedra, beams
+    assert len(colours) == 6 + 3 + 3 + 2
+    pairs = [(a, b, delta_e(colours[a], colours[b])) for i, a in enumerate(colours) for b in list(colours)[i + 1:]]
+    close = [(a, b, round(d, 1)) for a, b, d in pairs if d < 25]
+    assert not close, close
+
+    replay = load_replay(replay_dir / "baseline.replay")
+    assert replay.header["values"] is True
+    frame = replay.frame(0)
+    valued = np.flatnonzero(frame["alive"].astype(bool) & (frame["value"] != NO_VALUE))
+    assert valued.size and (frame["kind"][valued] == 0).all()
+    drawn = browser.execute_script(  # one round trip: each costs ~1 s while SwiftShader draws
+        "return window.viewer.entityIds().map(id => [id, window.viewer.screenPosition(id)])")
+    where = {int(i): (p["x"], p["y"]) for i, p in drawn if p}
+
+    def room(i):  # how far the agent is drawn from the nearest other entity (a click must not hit another)
+        return min(np.hypot(where[i][0] - x, where[i][1] - y) for j, (x, y) in where.items() if j != i)
+
+    agent = max((int(frame["id"][slot]) for slot in valued if int(frame["id"][slot]) in where), key=room)
+    canvas = browser.find_element(By.ID, "canvas")
+    rect = browser.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.width, "
+                                  "r.height]", canvas)
+    x, y = where[agent][0] - rect[0] - rect[2] / 2, where[agent][1] - rect[1] - rect[3] / 2
+    ActionChains(browser).move_to_element_with_offset(canvas, int(x), int(y)).click().perform()
+    rows = dict(wait_for(browser, f"return document.getElementById('inspector').innerText.includes('id {agent}') "
+                                  "&& [...document.querySelectorAll('#inspector-table tr')].map(r => "
+                                  "[...r.cells].map(c => c.textContent))"))
+    stored = int(frame["value"][int(np.flatnonzero(frame["id"] == agent)[0])])
+    assert float(rows["value"]) == pytest.approx(stored / VALUE_SCALE, rel=5e-3, abs=1e-3), rows
+    assert rows["policy"] == "baseline:small"
+
+
 def test_a_minigame_replay_shows_the_games_state(server, browser):
     """A minigame's replay shows the #game-state panel: the game's title and its numbers in words
     (protect the king: which kings live), and marks every live king in the scene."""

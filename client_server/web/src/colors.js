@@ -1,4 +1,5 @@
-// Colour helpers: the heatmap colour map, team palette, NPC and attack-style colours.
+// Colours: the heatmap colour map, and the one palette of everything else (PALETTE): players'
+// policy or team colours, NPC kinds, attack styles and marks.
 
 // Control points of a perceptually ordered dark-purple -> blue -> green -> yellow ramp
 // (viridis-like), linearly interpolated to 256 entries.
@@ -38,30 +39,48 @@ export function colormapCSS() {
   return `linear-gradient(to right, ${stops.join(', ')})`;
 }
 
-function hslToRgb(h, s, l, out, o) {
-  const a = s * Math.min(l, 1 - l);
-  const f = (n) => {
-    const k = (n + h * 12) % 12;
-    return l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
-  };
-  out[o] = f(0);
-  out[o + 1] = f(8);
-  out[o + 2] = f(4);
-}
-
 export function srgbToLinear(c) {
   return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
 }
 
-/** sRGB components (0..1) of a team id. */
-export function teamSRGB(team) {
-  const c = [0.85, 0.85, 0.85];
-  if (team >= 0) {
-    const h = (0.02 + team * 0.6180339887) % 1;
-    const l = team % 3 === 1 ? 0.62 : team % 3 === 2 ? 0.48 : 0.55;
-    hslToRgb(h, 0.8, l, c, 0);
-  }
-  return c;
+// The viewer's one palette: every colour a thing is drawn in, by what it means, and no colour with
+// two meanings. Each pair of these, and each against the terrain's colours (the header's `colors`:
+// nmmo.core.enums.MATERIAL_COLORS, lava red among them), differs by a CIE76 colour difference of 25
+// or more (tests/viewer/test_browser.py checks what the legend shows). Shapes say what a thing is
+// (players are capsules, NPCs octahedra, attacks beams); colours say which: a player's policy (its
+// team when one policy plays), an NPC's kind, an attack's style. Gauges are read along their length
+// instead: the health bars (red empty to green full) and the overlay colour map (RAMP above).
+export const PALETTE = Object.freeze({
+  // players: one colour per policy (or per team when one policy plays all), in this order; a tenth
+  // policy (or team) takes the first colour again, so the inspector names it
+  policy: [
+    [0, 191, 255], // sky blue
+    [124, 252, 0], // lawn green
+    [255, 20, 147], // deep pink
+    [75, 0, 130], // indigo
+    [249, 147, 121], // salmon
+    [0, 255, 176], // aquamarine
+    [139, 69, 19], // brown
+    [179, 68, 108], // rose
+    [255, 255, 0], // yellow
+  ],
+  npc: { passive: [170, 205, 235], neutral: [255, 150, 200], hostile: [255, 26, 240] },
+  style: { melee: [255, 120, 0], range: [0, 225, 200], mage: [140, 90, 255] },
+  // marks: the minigames' centre tile and kings (gold), their fog's edge, the selection ring, and the
+  // empty part of a health bar
+  mark: { centre: [255, 213, 74], fog: [60, 40, 90], selection: [255, 255, 255], empty: [25, 25, 25] },
+});
+
+/** sRGB components (0..1) of a palette entry ([r, g, b] in 0..255). */
+export function unit(rgb) {
+  return rgb.map((v) => v / 255);
+}
+
+/** sRGB components (0..1) of a player's colour key (its policy index, or its team: `colorKey`). */
+export function teamSRGB(key) {
+  const colors = PALETTE.policy;
+  const k = Number.isInteger(key) && key >= 0 ? key % colors.length : 0;
+  return unit(colors[k]);
 }
 
 /**
@@ -85,7 +104,6 @@ export function policyOf(team, roster) {
   return index >= 0 ? roster.names[index] ?? null : null;
 }
 
-// Team colours: hues spread by the golden ratio so neighbouring team ids differ strongly.
 const TEAM_CACHE = new Map();
 /** Linear-RGB components of a team id (what three.js instance colours expect), into out[o..o+2]. */
 export function teamColor(team, out, o) {
@@ -104,22 +122,18 @@ export function linear(rgb) {
   return Float32Array.from(rgb, srgbToLinear);
 }
 
-// kind: 1 passive, 2 neutral, 3 hostile
-export const NPC_COLORS = [
-  [0.8, 0.8, 0.8],
-  [0.45, 0.9, 0.55],
-  [0.98, 0.82, 0.25],
-  [0.95, 0.18, 0.22],
-];
+// kind: 1 passive, 2 neutral, 3 hostile (an unknown kind is drawn as passive)
+export const NPC_COLORS = [PALETTE.npc.passive, PALETTE.npc.passive, PALETTE.npc.neutral, PALETTE.npc.hostile].map(unit);
 export const NPC_KIND_NAMES = ['player', 'passive NPC', 'neutral NPC', 'hostile NPC'];
 
 // attack style: 0 melee, 1 range, 2 mage
-export const STYLE_COLORS = [
-  [1.0, 0.45, 0.15],
-  [0.55, 1.0, 0.3],
-  [0.6, 0.5, 1.0],
-];
+export const STYLE_COLORS = [PALETTE.style.melee, PALETTE.style.range, PALETTE.style.mage].map(unit);
 export const STYLE_NAMES = ['melee', 'range', 'mage'];
+
+/** Marks' colours as 0xRRGGBB numbers (three.js materials take them). */
+export function hex(rgb) {
+  return (rgb[0] << 16) | (rgb[1] << 8) | rgb[2];
+}
 
 export function cssColor(rgb) {
   return `rgb(${Math.round(rgb[0] * 255)},${Math.round(rgb[1] * 255)},${Math.round(rgb[2] * 255)})`;

@@ -3,9 +3,10 @@
 // meshes' typed arrays from the EntityStore's interpolated positions: no per-entity objects.
 
 import * as THREE from 'three';
-import { NPC_COLORS, colorKey, linear, teamColor } from './colors.js';
+import { NPC_COLORS, PALETTE, colorKey, hex, linear, teamColor, unit } from './colors.js';
 
 const NPC_LINEAR = NPC_COLORS.map(linear);
+const EMPTY_LINEAR = linear(unit(PALETTE.mark.empty)); // a health bar's back plate
 
 function makeInstanced(geometry, material, capacity, name) {
   const mesh = new THREE.InstancedMesh(geometry, material, capacity);
@@ -51,7 +52,8 @@ export class EntityRenderer {
     // Drawn after the terrain without depth test (slopes would cut it), before the entities.
     this.ring = new THREE.Mesh(
       ring,
-      new THREE.MeshBasicMaterial({ color: 0xffffff, side: THREE.DoubleSide, depthTest: false, depthWrite: false }),
+      new THREE.MeshBasicMaterial({ color: hex(PALETTE.mark.selection), side: THREE.DoubleSide, depthTest: false,
+                                    depthWrite: false }),
     );
     this.ring.visible = false;
     this.ring.renderOrder = 1;
@@ -162,7 +164,7 @@ export class EntityRenderer {
       bm[o + 4] = ux * barH; bm[o + 5] = uy * barH; bm[o + 6] = uz * barH; bm[o + 7] = 0;
       bm[o + 8] = fx; bm[o + 9] = fy; bm[o + 10] = fz; bm[o + 11] = 0;
       bm[o + 12] = px - fx * back; bm[o + 13] = by - fy * back; bm[o + 14] = pz - fz * back; bm[o + 15] = 1;
-      bc[nb * 3] = 0.02; bc[nb * 3 + 1] = 0.02; bc[nb * 3 + 2] = 0.02;
+      bc[nb * 3] = EMPTY_LINEAR[0]; bc[nb * 3 + 1] = EMPTY_LINEAR[1]; bc[nb * 3 + 2] = EMPTY_LINEAR[2];
       nb++;
       if (frac > 0) {
         o = nb * 16;

@@ -5,7 +5,7 @@
 // `packets.game_field`), which is untrusted: every field is checked before it is used.
 
 import * as THREE from 'three';
-import { colorKey, cssColor, teamSRGB } from './colors.js';
+import { PALETTE, colorKey, cssColor, hex, teamSRGB, unit } from './colors.js';
 
 const $ = (id) => document.getElementById(id);
 const NONE = 1e6; // what the race's `nearest` holds for a team with nobody alive
@@ -116,25 +116,25 @@ export class GameLayer {
 
     // the centre: the tile, a frame around it and a beacon above it (visible from afar)
     this.centre = new THREE.Group();
-    this.tile = new THREE.Mesh(flat(new THREE.PlaneGeometry(1, 1)), overlay(0xffd54a, 0.8));
+    this.tile = new THREE.Mesh(flat(new THREE.PlaneGeometry(1, 1)), overlay(hex(PALETTE.mark.centre), 0.8));
     this.tile.position.y = 0.06;
     this.frame = new THREE.Mesh(squareFrame(0.5, 0.85), this.tile.material);
     this.frame.position.y = 0.06;
-    this.beacon = new THREE.Mesh(new THREE.CylinderGeometry(0.12, 0.12, 6, 8), overlay(0xffd54a, 0.5));
+    this.beacon = new THREE.Mesh(new THREE.CylinderGeometry(0.12, 0.12, 6, 8), overlay(hex(PALETTE.mark.centre), 0.5));
     this.beacon.position.y = 3;
     for (const mesh of [this.tile, this.frame, this.beacon]) mesh.renderOrder = 1;
     this.centre.add(this.tile, this.frame, this.beacon);
     this.group.add(this.centre);
 
     // the fog's edge: a square frame, rebuilt when the radius changes
-    this.fog = new THREE.Mesh(new THREE.BufferGeometry(), overlay(0xd0d6e0, 0.8));
+    this.fog = new THREE.Mesh(new THREE.BufferGeometry(), overlay(hex(PALETTE.mark.fog), 0.8));
     this.fog.renderOrder = 1;
     this.fogRadius = null;
     this.group.add(this.fog);
 
     // kings: a gold cone pointing down above each live king
     this.kingGeometry = new THREE.ConeGeometry(0.3, 0.6, 12).rotateX(Math.PI);
-    this.kingMaterial = new THREE.MeshLambertMaterial({ color: 0xffd54a, emissive: 0x553300 });
+    this.kingMaterial = new THREE.MeshLambertMaterial({ color: hex(PALETTE.mark.centre), emissive: 0x553300 });
     this.kings = [];
     this.kingIds = [];
     this.state = null;
@@ -161,7 +161,7 @@ export class GameLayer {
       const [row, col] = centre;
       this.centre.position.set(col + 0.5, this.terrain.heightAt(row, col), row + 0.5);
       const holder = game === 'king_of_the_hill' && isInt(state.holder) ? state.holder : -1;
-      const rgb = holder >= 0 ? teamSRGB(colorKey(holder, this.roster)) : [1, 0.84, 0.29];
+      const rgb = holder >= 0 ? teamSRGB(colorKey(holder, this.roster)) : unit(PALETTE.mark.centre);
       this.tile.material.color.setRGB(rgb[0], rgb[1], rgb[2], THREE.SRGBColorSpace);
       this.beacon.material.color.copy(this.tile.material.color);
     }

@@ -6,7 +6,7 @@ import { OverlayMenu, Timeline, speedRange } from './controls.js';
 import { GamePanel } from './game.js';
 import { Selection } from './selection.js';
 import { Session, fetchHealth, fetchReplays } from './session.js';
-import { Inspector, Legend, Messages, Picker, PolicyList, TerrainLegend, formatNumber } from './ui.js';
+import { EntityLegend, Inspector, Legend, Messages, Picker, PolicyList, TerrainLegend, formatNumber } from './ui.js';
 import { SceneView } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -17,6 +17,7 @@ class Viewer {
     this.messages = new Messages();
     this.legend = new Legend();
     this.terrainLegend = new TerrainLegend();
+    this.entityLegend = new EntityLegend();
     this.inspector = new Inspector();
     this.policyList = new PolicyList();
     this.gamePanel = new GamePanel();
@@ -94,9 +95,11 @@ class Viewer {
     const session = this.session;
     this.inspector.policies = session.roster;
     this.inspector.tasks = Array.isArray(h.tasks?.names) ? h.tasks.names.map(String) : null;
+    this.inspector.values = h.values && typeof h.values === 'object' ? h.values : null;
     this.policyList.show(session.roster ? session.roster.names : null);
     this.gamePanel.reset(h.game, session.roster);
     this.terrainLegend.show(h);
+    this.entityLegend.show(h, session.roster);
     this.legend.hide();
     this.overlayMenu.fill(h.overlays || []);
     this.openRequestedOverlay(h.overlays || []);

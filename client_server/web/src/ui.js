@@ -1,7 +1,8 @@
 // Plain-DOM display widgets: messages, the overlay and terrain legends, inspector, replay picker,
 // policy list. (Controls that send commands are in controls.js.)
 
-import { NPC_COLORS, NPC_KIND_NAMES, STYLE_NAMES, colorKey, colormapCSS, cssColor, policyOf, teamSRGB } from './colors.js';
+import { NPC_COLORS, NPC_KIND_NAMES, PALETTE, STYLE_NAMES, colorKey, colormapCSS, cssColor, policyOf, teamSRGB, unit }
+  from './colors.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -107,6 +108,7 @@ const ROWS = [
   ['team', 'team'],
   ['policy', null],
   ['task', null],
+  ['value', null],
   ['position', null],
   ['tile', null],
   ['health', null],
@@ -121,7 +123,7 @@ const ROWS = [
   ['last attack', null],
 ];
 const HANDLED = new Set(['id', 'row', 'col', 'health', 'max_health', 'attack_style', 'attack_target',
-  'task', 'task_progress', 'task_done', ...ROWS.map((r) => r[1]).filter(Boolean)]);
+  'task', 'task_progress', 'task_done', 'value', ...ROWS.map((r) => r[1]).filter(Boolean)]);
 
 /** An agent's task as the inspector shows it: "eat_5 — 40 %", with " ✓" once done. `names` are the
  * header's task names (a frame's `task` indexes them), `progress` is per-mille; null: no task. */
@@ -130,6 +132,14 @@ export function taskText(names, task, progress, done) {
   const name = names[task] === undefined ? `task ${task}` : String(names[task]);
   const percent = Number.isFinite(progress) ? Math.round(Math.min(1000, Math.max(0, progress)) / 10) : 0;
   return `${name} — ${percent} %${done > 0 ? ' ✓' : ''}`;
+}
+
+/** An agent's value estimate as the inspector shows it, from the frame's `value` field and the header's
+ * `values` ({scale, none}: the field holds estimate x scale, `none` where there is none); null: none. */
+export function valueText(values, stored) {
+  if (!values || !Number.isFinite(values.scale) || values.scale <= 0) return null;
+  if (!Number.isFinite(stored) || stored === values.none) return null;
+  return formatNumber(stored / values.scale);
 }
 
 export class Inspector {
@@ -143,6 +153,7 @@ export class Inspector {
     this.id = null;
     this.policies = null; // the header's roster {names, teamPolicy} (null: unknown)
     this.tasks = null; // the header's task names (null: the run has no tasks)
+    this.values = null; // the header's `values` ({scale, none}; null: no value estimates recorded)
   }
 
   cell(label) {
@@ -209,6 +220,10 @@ export class Inspector {
         const task = kind === 0 ? taskText(this.tasks, v('task'), v('task_progress'), v('task_done')) : null;
         if (task === null) continue;
         text = task;
+      } else if (label === 'value') {
+        const value = kind === 0 ? valueText(this.values, v('value')) : null;
+        if (value === null) continue;
+        text = value;
       }
       else if (label === 'position') text = `row ${formatNumber(v('row'))}, col ${formatNumber(v('col'))}`;
       else if (label === 'tile') text = terrain.materialName(v('row'), v('col'));
@@ -291,7 +306,8 @@ export class Picker {
   }
 }
 
-/** The list of policies and their colours (shown when a replay names several). */
+/** The list of policies and their colours (shown when a replay names several): each a capsule, the
+ * players' shape, in the policy's colour. */
 export class PolicyList {
   constructor() {
     this.el = $('policies');
@@ -305,13 +321,102 @@ export class PolicyList {
     }
     policies.forEach((name, i) => {
       const row = document.createElement('div');
-      const swatch = document.createElement('span');
-      swatch.className = 'swatch';
-      swatch.style.background = cssColor(teamSRGB(i));
-      row.append(swatch, ` ${name}`);
+      row.className = 'legend-item';
+      row.dataset.meaning = `policy ${i}`;
+      row.append(icon('capsule', teamSRGB(i)), ` ${name}`);
       this.el.appendChild(row);
     });
     this.el.hidden = false;
+  }
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** A 14 px legend icon: `shape` is 'capsule' (players), 'diamond' (NPCs: an octahedron seen from
+ * the side), 'beam' (attacks) or 'frame' (marks on the ground), filled with `rgb` (sRGB, 0..1). */
+export function icon(shape, rgb) {
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', '0 0 14 14');
+  svg.setAttribute('class', `icon icon-${shape}`);
+  const color = cssColor(rgb);
+  svg.dataset.color = color;
+  const part = (tag, attributes) => {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attributes)) el.setAttribute(k, v);
+    svg.appendChild(el);
+  };
+  if (shape === 'capsule') part('rect', { x: 4, y: 1, width: 6, height: 12, rx: 3, fill: color });
+  else if (shape === 'diamond') part('polygon', { points: '7,0 12,7 7,14 2,7', fill: color });
+  else if (shape === 'beam') part('rect', { x: 0, y: 5.5, width: 14, height: 3, rx: 1.5, fill: color });
+  else part('rect', { x: 2, y: 2, width: 10, height: 10, fill: 'none', stroke: color, 'stroke-width': 3 });
+  return svg;
+}
+
+/** The players' legend icon: a capsule in horizontal bands of `colors` (sRGB, 0..1). */
+function bandedCapsule(colors) {
+  const svg = icon('capsule', colors[0]);
+  const body = svg.firstChild;
+  const id = `capsule-${Math.random().toString(36).slice(2)}`;
+  const clip = document.createElementNS(SVG, 'clipPath');
+  clip.setAttribute('id', id);
+  clip.appendChild(body.cloneNode());
+  svg.replaceChildren(clip);
+  colors.forEach((rgb, i) => {
+    const band = document.createElementNS(SVG, 'rect');
+    const height = 12 / colors.length;
+    for (const [k, v] of Object.entries({ x: 4, y: 1 + i * height, width: 6, height, fill: cssColor(rgb) })) {
+      band.setAttribute(k, v);
+    }
+    band.setAttribute('clip-path', `url(#${id})`);
+    svg.appendChild(band);
+  });
+  delete svg.dataset.color;
+  return svg;
+}
+
+/** The legend of what is drawn over the terrain, a line a shape: players (capsules; their colours:
+ * the policy list under it, or one a team), NPCs (octahedra) by kind, attacks (beams) by style, and
+ * in a minigame its marks. Every colour comes from the one palette (colors.js PALETTE). */
+export class EntityLegend {
+  constructor() {
+    this.el = $('entity-legend');
+  }
+
+  show(header, roster) {
+    const byPolicy = roster && roster.names.length > 1;
+    const rows = [
+      ['players', [['player', 'capsule', null, byPolicy ? 'colour: its policy (below)' : 'colour: its team']]],
+      ['NPCs', ['passive', 'neutral', 'hostile'].map((k) => [`npc ${k}`, 'diamond', PALETTE.npc[k], k])],
+      ['attacks', ['melee', 'range', 'mage'].map((k) => [`attack ${k}`, 'beam', PALETTE.style[k], k])],
+    ];
+    if (header?.game) {
+      rows.push(['marks', [['mark centre', 'frame', PALETTE.mark.centre, 'centre / king'],
+        ['mark fog', 'frame', PALETTE.mark.fog, 'fog edge']]]);
+    }
+    this.el.replaceChildren(...rows.map(([title, items]) => {
+      const row = document.createElement('div');
+      row.className = 'legend-row';
+      const head = document.createElement('span');
+      head.className = 'legend-title';
+      head.textContent = title;
+      row.append(head);
+      for (const [meaning, shape, rgb, name] of items) {
+        const item = document.createElement('span');
+        item.className = 'legend-item';
+        item.dataset.meaning = meaning;
+        // the players' capsule in bands of the first player colours: its colour varies (listed apart)
+        item.append(rgb ? icon(shape, unit(rgb)) : bandedCapsule([0, 1, 2].map(teamSRGB)), name);
+        if (!rgb) item.dataset.shapeOnly = '1';
+        row.append(item);
+      }
+      return row;
+    }));
+    this.el.hidden = false;
+  }
+
+  hide() {
+    this.el.hidden = true;
+    this.el.replaceChildren();
   }
 }
 
