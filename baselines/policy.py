@@ -19,6 +19,7 @@ from nmmo.config import Config
 from nmmo.core.layout import ObsBatch
 from nmmo.io import torchzip
 from nmmo.policy import ArrayPolicy
+from nmmo.tasks.embedding import convert, version_of
 
 
 class CheckpointPolicy(ArrayPolicy):
@@ -49,7 +50,7 @@ class CheckpointPolicy(ArrayPolicy):
         if batch.n == 0:
             return np.zeros((0, 3), dtype=np.int64)
         ids = batch.ids.tolist()
-        tensors = {name: torch.as_tensor(values) for name, values in batch.items()}
+        tensors = {name: torch.as_tensor(values) for name, values in self._inputs(batch).items()}
         zeros = torch.zeros(self.model.state_size)
         h = torch.stack([self.memory.get(i, (zeros, zeros))[0] for i in ids]).unsqueeze(0)
         c = torch.stack([self.memory.get(i, (zeros, zeros))[1] for i in ids]).unsqueeze(0)
@@ -63,6 +64,22 @@ class CheckpointPolicy(ArrayPolicy):
         rows = actions.numpy().astype(np.int64)
         rows[rows[:, 2] >= batch["target_mask"].shape[1] - 1, 1:] = -1
         return rows
+
+
+    def _inputs(self, batch: ObsBatch) -> dict[str, np.ndarray]:
+        """The batch's arrays, the task embedding rewritten in the version the network was trained
+        on when the observation holds another (`nmmo.tasks.embedding.convert`: a network trained on
+        version 1, as the shipped baseline:tasks, plays on the default version 2)."""
+        arrays = dict(batch.items())
+        width = self.model.kwargs.get("task_dim")  # the recurrent network's; the MLP sizes it from the layout
+        task = arrays.get("task")
+        if width and task is not None and task.shape[1] != width:
+            try:
+                arrays["task"] = convert(task, version_of(width))
+            except ValueError as err:
+                raise ValueError(f"this checkpoint reads task embeddings of {width} floats, the observation "
+                                 f"holds {task.shape[1]}: {err}") from None
+        return arrays
 
 
 def checkpoint_class(path: str) -> type:

@@ -31,6 +31,7 @@ from baselines import checkpoint
 from baselines.args import Args, add_arguments, args_from
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
 from baselines.model import MLPPolicy, Policy, parameter_count, to_tensors
+from baselines.recipes.common import gae
 from baselines.task_log import TaskTally, task_curves
 from baselines.tb_log import TensorBoardLog
 from baselines.teacher import UNLABELLED, Teacher, imitation_loss
@@ -40,7 +41,7 @@ from nmmo.envs.tasking import as_task_set
 from nmmo.envs.vector import METRIC_NAMES, VectorEnv
 from nmmo.io.files import atomic_write_bytes, remove_stale_temps
 from nmmo.policy import load_policy_class
-from nmmo.tasks import EMBEDDING_SIZE
+from nmmo.tasks import embedding_size
 from nmmo.tasks.spec import task_set_key
 
 
@@ -120,7 +121,7 @@ def train(args: Args) -> dict:
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
                     ray_address=args.ray_address, env=args.env)
     side = 2 * config.PLAYER_VISION_RADIUS + 1
-    task_dim = EMBEDDING_SIZE if config.has_tasks() and not args.task_blind else 0  # blind: no task input
+    task_dim = embedding_size(config) if config.has_tasks() and not args.task_blind else 0  # blind: no task input
     if args.arch == "mlp":
         model = MLPPolicy.for_config(config, args.hidden, task=bool(task_dim)).to(args.device)
     else:
@@ -144,7 +145,7 @@ def train(args: Args) -> dict:
             (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / "tensorboard", ignore_errors=True)
     run = _wandb(args, config) if args.wandb else None
-    board = TensorBoardLog(out) if args.tensorboard else None
+    board = TensorBoardLog(out / "tensorboard") if args.tensorboard else None
     learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
     opponents = Opponents(config, args.num_envs, args.seed) if league else None
     teacher = Teacher(config, args.teacher, args.num_envs, args.seed) if args.teacher and args.teacher_steps else None
@@ -230,7 +231,7 @@ def train(args: Args) -> dict:
             tick = time.perf_counter()
             next_reset = (vec.buffers["agent_id"] != prev_ids) | prev_done
             _, _, next_value, _ = act_rows(model, obs, state, next_reset, vec.buffers["alive"], args.device)
-            advantages = _gae(rewards, values, dones, next_value, args.gamma, args.gae_lambda)
+            advantages = gae(rewards, values, next_value, dones, dones, args.gamma, args.gae_lambda)  # no bootstrap
             losses = _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets,
                              chunk_states, rng, labels, weight)
             timing["learn"] += time.perf_counter() - tick
@@ -349,20 +350,6 @@ def _supplies(obs: dict[str, np.ndarray]) -> np.ndarray:
     from nmmo.core.enums import EntityAttr
 
     return obs["entity"][:, 0, [EntityAttr.FOOD, EntityAttr.WATER]].astype(np.float32)
-
-
-def _gae(rewards, values, dones, next_value, gamma, lam) -> np.ndarray:
-    """Generalized advantage estimates over (T, rows); a done ends the agent's episode."""
-    t_len = rewards.shape[0]
-    advantages = np.zeros_like(rewards)
-    last = np.zeros(rewards.shape[1], np.float32)
-    for t in reversed(range(t_len)):
-        following = next_value if t == t_len - 1 else values[t + 1]
-        alive_next = 1.0 - dones[t]
-        delta = rewards[t] + gamma * following * alive_next - values[t]
-        last = delta + gamma * lam * alive_next * last
-        advantages[t] = last
-    return advantages
 
 
 def as_chunks(a: np.ndarray, length: int) -> np.ndarray:
@@ -555,7 +542,9 @@ def _wandb(args: Args, config):  # pragma: no cover - optional dependency
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from nmmo.cli import Parser  # the nmmo command's parser: flags are never abbreviated
+
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     summary = train(args_from(parser.parse_args(argv)))
     print(json.dumps({k: v for k, v in summary.items() if k not in ("history", "model")}))

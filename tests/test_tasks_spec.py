@@ -28,7 +28,7 @@ from nmmo.tasks.core import Term
 from nmmo.tasks.embedding import predicate_identity
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ("combat", "exploration", "foraging", "heldout", "npc_hunting", "team")
+SHIPPED = ("combat", "directed", "exploration", "foraging", "heldout", "heldout_v1", "npc_hunting", "team")
 
 
 def test_shipped_sets_load_and_embed():
@@ -45,8 +45,10 @@ def test_shipped_sets_load_and_embed():
             assert np.array_equal(vector, embed(spec))  # deterministic
             vectors.append(vector.tobytes())
     assert len(set(vectors)) == len(vectors)  # every shipped task embeds differently
-    heldout = load_task_set("heldout")
-    assert all("heldout" in spec.tags for spec in heldout)
+    for name in ("heldout", "heldout_v1"):
+        assert all("heldout" in spec.tags for spec in load_task_set(name))
+    directed = {spec.node for spec in load_task_set("directed")}
+    assert not directed & {spec.node for spec in load_task_set("heldout")}  # the held-out split is held out
 
 
 def test_the_shipped_sets_ship_in_the_wheel():

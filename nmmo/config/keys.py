@@ -84,7 +84,8 @@ class Config:
     # --- tasks (`nmmo.tasks`; `nmmo.Env(config, tasks=...)` sets TASKS too) ---
     TASKS: str = ""
     """Task set of the agents' objectives: a shipped set's name (foraging, exploration, combat,
-    npc_hunting, team, heldout) or a .toml / .json path; empty: no tasks."""
+    npc_hunting, team, train, heldout_v1; the directed benchmark's directed and heldout) or a .toml /
+    .json path; empty: no tasks."""
     TASK_ASSIGN: str = "agent"
     """Who draws a task at reset: each "agent" (slot), or each "team" (its members share it)."""
     TASK_REWARD: float = 1.0
@@ -95,6 +96,9 @@ class Config:
     TASK_CURRICULUM: str = ""
     """How tasks are drawn at reset: "" by the specs' weights, "edge" favouring the tasks the agents
     complete about half the time (`nmmo.tasks.sampling.EdgeSampler`, fed by each env's own ended lives)."""
+    TASK_EMBEDDING: int = 2
+    """Version of the task embedding the observation's Task field holds (`nmmo.tasks.embedding`): 2
+    (730 floats, every argument, decodable) or 1 (276 floats, what baseline:tasks was trained on)."""
 
     # --- minigames (`nmmo.games`; the canonical configs of the same names set GAME) ---
     GAME: str = ""
@@ -148,6 +152,7 @@ class Config:
         PLAYER_TEAM_SPIRIT=(0.0, 1.0),
         TASK_REWARD=(0.0, 1e6),
         TASK_SURVIVAL_REWARD=(0.0, 1e6),
+        TASK_EMBEDDING=(1, 2),
         GAME_HOLD=(1, 10**6),
         GAME_FOG_ONSET=(0, 10**7),
         GAME_FOG_FINAL=(0, 4096),

@@ -23,7 +23,7 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.core.enums import Direction, EntityAttr, Style, TileAttr
-from nmmo.tasks.embedding import EMBEDDING_SIZE as TASK_EMBEDDING_SIZE
+from nmmo.tasks.embedding import embedding_size
 
 N_ENTITY_ATTRS = len(EntityAttr)
 N_TILE_ATTRS = len(TileAttr)
@@ -62,7 +62,7 @@ def _window(config: Config) -> int:
 
 
 #: The fields, in order. The first five are the builder's; a field with a `fill` is computed by it
-#: (the task embedding, present when the config has TASKS).
+#: (the task embedding, present when the config has TASKS, in the config's TASK_EMBEDDING version).
 FIELDS: list[Field] = [
     Field("tile", ("Tile",), lambda c: (_window(c), N_TILE_ATTRS), np.dtype(np.int16), 0,
           lambda c: max(c.MAP_SIZE, 8)),
@@ -74,8 +74,9 @@ FIELDS: list[Field] = [
           np.dtype(np.int8), mask=True),
 ]
 def _task_shape(config: Config) -> tuple[int, ...] | None:
-    """The task embedding's length when the config has tasks (`nmmo.tasks.embedding`: fixed)."""
-    return (TASK_EMBEDDING_SIZE,) if config.has_tasks() else None
+    """The task embedding's length when the config has tasks (`nmmo.tasks.embedding`: fixed per
+    version, the config's TASK_EMBEDDING)."""
+    return (embedding_size(config.TASK_EMBEDDING),) if config.has_tasks() else None
 
 
 FIELDS.append(Field("task", ("Task",), _task_shape, np.dtype(np.float32),

@@ -226,6 +226,12 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         """Record from the next reset on (same as `Env(..., record=True)`)."""
         self._recorder = Recorder()
 
+    def record_values(self, values: dict[int, float]) -> None:
+        """Record each agent's value estimate on this tick's frame (a policy's `last_values`, given
+        after `act` and before `step`), for the viewer's inspector; nothing when not recording."""
+        if self._recorder is not None:
+            self._recorder.record_values(values)
+
     def save_replay(self, path, policies: list[str] | None = None, team_policy: list[int] | None = None) -> Path:
         """Write the episode recorded so far (see `nmmo.io.replay`); returns the path. `policies` names
         who played, for the viewer, which colours players by policy when there are several: team t's

@@ -25,7 +25,7 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.envs.tasking import LifeLedger, LifeRewards, task_outcomes
-from nmmo.tasks import EMBEDDING_SIZE, TaskState, TaskStep
+from nmmo.tasks import TaskState, TaskStep, embedding_size
 
 
 class FusedTasks:
@@ -37,7 +37,7 @@ class FusedTasks:
         self.rows = worlds.n_worlds * config.PLAYER_N
         task_set = worlds.envs[0].tasks.tasks  # every world's lone env loaded the same set
         self.state = TaskState(task_set, config, assign=config.TASK_ASSIGN, n_worlds=worlds.n_worlds)
-        self.embeddings = np.zeros((self.rows, EMBEDDING_SIZE), dtype=np.float32)
+        self.embeddings = np.zeros((self.rows, embedding_size(config)), dtype=np.float32)
         self.life_rewards = LifeRewards(self.rows)
         self.step: TaskStep | None = None
         self.feeds = worlds.envs[0]._feeds_sampler  # the lone envs keep a curriculum: feed it

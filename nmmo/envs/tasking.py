@@ -10,8 +10,8 @@ assigned (``TASK_ASSIGN``: one per agent or per team) and how the reward mixes t
 achievement points). With tasks on:
 
 - the observation gains ``Task`` (``batch["task"]``): the embedding of the agent's task
-  (`nmmo.tasks.embedding`, `EMBEDDING_SIZE` floats; `Env.task_encoder` replaces it with your own
-  encoding of the same length);
+  (`nmmo.tasks.embedding`, in the config's TASK_EMBEDDING version: `embedding_size(config)` floats;
+  `Env.task_encoder` replaces it with your own encoding of the same length);
 - ``infos[agent]`` carries ``task`` (its index in the set), ``task_progress`` (0..1) and
   ``task_completed`` (0/1), every step;
 - tasks are drawn from their own random stream (`nmmo.tasks.task_rng` of the episode seed), so
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from nmmo.tasks import EMBEDDING_SIZE, TaskSet, TaskState, load_task_set, task_rng, task_set_from_data
+from nmmo.tasks import TaskSet, TaskState, embedding_size, load_task_set, task_rng, task_set_from_data
 from nmmo.tasks.sampling import TaskSampler, curriculum_sampler
 
 #: What `tasks=` (or the TASKS key) accepts.
@@ -119,7 +119,7 @@ class Tasking:
     """The tasks half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the env
     keeps: ``config`` and ``realm``."""
 
-    #: Optional ``f(task_set, task_indices) -> (n, EMBEDDING_SIZE) float32``: your own encoding of
+    #: Optional ``f(task_set, task_indices) -> (n, embedding_size(config)) float32``: your own encoding of
     #: each slot's task in the observation (default: `nmmo.tasks.embed` of the spec).
     task_encoder: Callable[[TaskSet, np.ndarray], np.ndarray] | None = None
 
@@ -144,7 +144,7 @@ class Tasking:
                 "TASKS", str(tasks) if isinstance(tasks, (str, Path)) else f"<{task_set.name}>")
         self.tasks = TaskState(task_set, self.config, assign=self.config.TASK_ASSIGN)
         self._life_rewards = LifeRewards(self.config.PLAYER_N)
-        self._task_embeddings = np.zeros((self.config.PLAYER_N, EMBEDDING_SIZE), dtype=np.float32)
+        self._task_embeddings = np.zeros((self.config.PLAYER_N, embedding_size(self.config)), dtype=np.float32)
 
     def _reset_tasks(self, episode_seed: int, options: dict | None) -> None:
         given = (options or {}).get("tasks")

@@ -6,7 +6,8 @@
   entry-point group) and the table of differences from nmmo 2.1.1.
 - `nmmo.tasks.spec`: task sets as TOML / JSON files (`load_task_set`; shipped sets in
   ``nmmo/configs/tasks/``), checked and never executed.
-- `nmmo.tasks.embedding`: a fixed-length vector per spec.
+- `nmmo.tasks.embedding`: a fixed-length vector per spec, versioned (the config key TASK_EMBEDDING;
+  version 2, `embedding_v2`, reads back with `decode`; version 1, `embedding_v1`, is frozen).
 - `nmmo.tasks.sampling`: who gets which task at reset (`TaskSampler`, `CurriculumSampler`).
 - `nmmo.tasks.task`: `TaskState`, assignment at reset and one evaluation per tick; under it
   `compiler` (assigned tasks as flat arrays), `terms` (most predicates, one batch), `core`
@@ -14,7 +15,7 @@
 """
 
 from nmmo.tasks.core import SUBJECTS, Context, Leaves, Members, Param, Predicate
-from nmmo.tasks.embedding import EMBEDDING_SIZE, embed
+from nmmo.tasks.embedding import EMBEDDING_SIZE, decode, embed, embedding_size
 from nmmo.tasks.registry import register
 from nmmo.tasks.sampling import CurriculumSampler, TaskSampler
 from nmmo.tasks.spec import (
@@ -31,6 +32,6 @@ from nmmo.tasks.task import TaskState, TaskStep, task_rng
 __all__ = [
     "EMBEDDING_SIZE", "SUBJECTS", "Context", "CurriculumSampler", "TaskSampler",
     "Leaves", "Members", "Param", "Predicate", "TaskSet", "TaskSpec",
-    "TaskState", "TaskStep", "embed", "every_shipped_spec", "load_task_set", "parse_task", "register", "shipped",
-    "task_rng", "task_set_from_data",
+    "TaskState", "TaskStep", "decode", "embed", "embedding_size", "every_shipped_spec", "load_task_set",
+    "parse_task", "register", "shipped", "task_rng", "task_set_from_data",
 ]

@@ -31,13 +31,17 @@ SUBJECTS: tuple[str, ...] = ("agent", "team", "leader", "foes", "foe_leaders", "
                              "left_team_leader", "right_team_leader")
 ALIASES = {"all_foes": "foes", "my_team_leader": "leader", "all_foe_leaders": "foe_leaders"}
 REQUIRED = object()
+#: Tiles per unit of a coordinate argument in the version-2 task embedding (a Medium map's playable side).
+COORD_UNIT = 128
 
 
 @dataclass(frozen=True)
 class Param:
     """One argument of a predicate. `kind`: "int", "float", "choice" (one of `choices`, matched
     case-insensitively; `codes` gives the number each stands for, default its index) or "group"
-    (a `SUBJECTS` keyword). `scale` is a typical size, for the embedding."""
+    (a `SUBJECTS` keyword). `scale` is a typical size, for the embedding (version 1: log-scaled
+    by it); `unit` the divisor of a number's linear value in version 2 (0: `scale`; coordinates:
+    `COORD_UNIT` tiles, so that one tile is the same step anywhere on the map)."""
 
     name: str
     kind: str
@@ -48,6 +52,7 @@ class Param:
     codes: tuple[int, ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()
     scale: float = 100.0
+    unit: float = 0.0
 
     def parse(self, value: Any) -> Any:
         """The canonical value of a spec's argument; raises ValueError saying what was expected."""

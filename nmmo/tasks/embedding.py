@@ -1,90 +1,89 @@
-"""A task's fixed-length embedding: a deterministic float32 vector from its spec alone.
+"""A task's fixed-length embedding: a deterministic float32 vector from its spec alone, versioned.
 
-Layout (`EMBEDDING_SIZE` = 16 + 4 x 65 = 276 floats, whatever predicates are registered):
+- Version 2 (`LATEST`, the default; `nmmo.tasks.embedding_v2`): 730 floats; every argument of up
+  to six leaves, choices one-hot, numbers linear, coordinates in tiles / 128; `decode` reads a vector
+  back into the spec's header and leaves (`nmmo.tasks.flat.FlatTask`).
+- Version 1 (`nmmo.tasks.embedding_v1`, frozen): 276 floats, what `baseline:tasks` was trained on.
 
-| floats | what |
-|---|---|
-| 0-2 | type one-hot: task, ongoing, hold |
-| 3 | hold ticks, log1p(hold) / log1p(1024), clipped to 1 |
-| 4-5 | reward_to one-hot: agent, team |
-| 6 | 1 when reward_on = completion |
-| 7 | reward multiplier, sign(r) log1p(abs(r)) / log1p(10), clipped to [-1, 1] |
-| 8-13 | the root node one-hot: predicate, and, or, not, sum, at_least |
-| 14 | at_least's k / the number of leaves (0 otherwise) |
-| 15 | number of leaves, log1p(n) / log1p(8), clipped to 1 |
-| 16 + 65 i ... | leaf i (depth first; leaves past the fourth are averaged into the fourth slot): |
-| + 0-47 | predicate identity one-hot: a built-in at its `registry.BUILTINS` position (< 32), others at 32 + h % 16 |
-| + 48-56 | subject one-hot (`core.SUBJECTS`) |
-| + 57 | 1 when under an odd number of ``not`` |
-| + 58 | product of the ``sum`` weights above it (1 elsewhere), clipped to [-1, 1] |
-| + 59-64 | its first six arguments in parameter order, by `Param.embed` (0 past the last) |
-
-h is the first 8 bytes (little-endian) of the name's blake2b digest. `Param.embed`: a number v
-is sign(v) log1p(abs(v)) / log1p(scale) clipped to [-1, 1] (`scale`: the parameter's typical size),
-a choice or subject keyword (index + 1) / (number of choices).
+The config key ``TASK_EMBEDDING`` (default 2) says which one the observation's ``Task`` field holds
+(`embedding_size(config)` floats). A network trained on version 1 plays on version 2 through
+`convert`, which rewrites each version-2 vector as the version-1 vector of the same spec (exact
+whenever `decode` is; `baselines.policy.CheckpointPolicy` does it when its network's task input is
+version 1's width). The other way cannot be done: version 1 does not carry its tasks.
 """
 
 from __future__ import annotations
 
-import hashlib
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from nmmo.tasks import registry
-from nmmo.tasks.core import SUBJECTS
-from nmmo.tasks.spec import KINDS, REWARD_TO, Node, TaskSpec
+from nmmo.tasks import embedding_v1, embedding_v2
+from nmmo.tasks.flat import FlatLeaf, FlatTask, flatten, predicate_identity
+from nmmo.tasks.spec import TaskSpec
 
-FIXED, HASHED, MAX_LEAVES, MAX_ARGS = 32, 16, 4, 6
-ROOTS = ("predicate", "and", "or", "not", "sum", "at_least")
-HEADER = 16
-LEAF = FIXED + HASHED + len(SUBJECTS) + 2 + MAX_ARGS
-EMBEDDING_SIZE = HEADER + MAX_LEAVES * LEAF
-assert len(registry.BUILTINS) <= FIXED, "more built-ins than fixed identity slots"
+VERSIONS = (1, 2)
+LATEST = 2
+EMBEDDING_SIZES = {1: embedding_v1.SIZE, 2: embedding_v2.SIZE}
+#: The length of the default (latest) version; `embedding_size(config)` gives a config's.
+EMBEDDING_SIZE = EMBEDDING_SIZES[LATEST]
+_WRITERS = {1: embedding_v1.vector, 2: embedding_v2.vector}
 
-
-def predicate_identity(name: str) -> int:
-    """A predicate's position in a leaf's identity one-hot (stable across processes and runs)."""
-    if name in registry.BUILTIN_INDEX:
-        return registry.BUILTIN_INDEX[name]
-    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
-    return FIXED + int.from_bytes(digest, "little") % HASHED
+__all__ = ["EMBEDDING_SIZE", "EMBEDDING_SIZES", "LATEST", "VERSIONS", "FlatLeaf", "FlatTask", "convert", "decode",
+           "embed", "embedding_size", "predicate_identity", "version_of"]
 
 
-def embed(spec: TaskSpec) -> np.ndarray:
-    """The spec's embedding (see the module notes)."""
-    out = np.zeros(EMBEDDING_SIZE, dtype=np.float32)
-    out[KINDS.index(spec.kind)] = 1.0
-    out[3] = min(np.log1p(spec.hold) / np.log1p(1024), 1.0)
-    out[4 + REWARD_TO.index(spec.reward_to)] = 1.0
-    out[6] = spec.reward_on == "completion"
-    out[7] = np.clip(np.sign(spec.reward) * np.log1p(abs(spec.reward)) / np.log1p(10), -1, 1)
-    out[8 + ROOTS.index(spec.node.op)] = 1.0
-    leaves = list(_leaves(spec.node, False, 1.0))
-    out[14] = spec.node.n / len(leaves) if spec.node.op == "at_least" else 0.0
-    out[15] = min(np.log1p(len(leaves)) / np.log1p(8), 1.0)
-    vectors = [_leaf(leaf, negated, weight, spec.subject) for leaf, negated, weight in leaves]
-    for i, vector in enumerate(vectors[: MAX_LEAVES - 1]):
-        out[HEADER + i * LEAF: HEADER + (i + 1) * LEAF] = vector
-    if len(vectors) >= MAX_LEAVES:
-        out[HEADER + (MAX_LEAVES - 1) * LEAF:] = np.mean(vectors[MAX_LEAVES - 1:], axis=0)
-    return out
+def check_version(version: Any) -> int:
+    """`version` when it is a known embedding version; a ValueError naming the known ones otherwise."""
+    if isinstance(version, bool) or version not in VERSIONS:
+        raise ValueError(f"unknown task embedding version {version!r}; known: {', '.join(map(str, VERSIONS))}")
+    return int(version)
 
 
-def _leaves(node: Node, negated: bool, weight: float):
-    if node.op == "predicate":
-        yield node, negated, weight
-        return
-    for i, child in enumerate(node.children):
-        yield from _leaves(child, negated ^ (node.op == "not"), weight * (node.weights[i] if node.op == "sum" else 1.0))
+def embedding_size(version: Any = LATEST) -> int:
+    """Floats per task embedding of a version, or of a config (its TASK_EMBEDDING key)."""
+    version = getattr(version, "TASK_EMBEDDING", version)
+    return EMBEDDING_SIZES[check_version(version)]
 
 
-def _leaf(node: Node, negated: bool, weight: float, subject: str) -> np.ndarray:
-    vector = np.zeros(LEAF, dtype=np.float32)
-    vector[predicate_identity(node.predicate)] = 1.0
-    vector[FIXED + HASHED + SUBJECTS.index(node.subject or subject)] = 1.0
-    vector[FIXED + HASHED + len(SUBJECTS)] = float(negated)
-    vector[FIXED + HASHED + len(SUBJECTS) + 1] = np.clip(weight, -1.0, 1.0)
-    params = {param.name: param for param in registry.lookup(node.predicate).params}
-    for i, (name, value) in enumerate(node.args[:MAX_ARGS]):
-        vector[LEAF - MAX_ARGS + i] = params[name].embed(value)
-    return vector
+def embed(spec: TaskSpec, version: int = LATEST) -> np.ndarray:
+    """The spec's embedding in a version (see the module notes of each)."""
+    return _WRITERS[check_version(version)](flatten(spec))
+
+
+def decode(vector: np.ndarray) -> FlatTask:
+    """The spec's header and leaves back from a version-2 embedding (`embedding_v2.decode`)."""
+    return embedding_v2.decode(vector)
+
+
+def version_of(width: int) -> int:
+    """The version whose embeddings have `width` floats (a ValueError when none has)."""
+    for version, size in EMBEDDING_SIZES.items():
+        if size == width:
+            return version
+    raise ValueError(f"no task embedding version has {width} floats (sizes: {EMBEDDING_SIZES})")
+
+
+def convert(rows: np.ndarray, version: int) -> np.ndarray:
+    """Task embeddings (n, width) of any version rewritten in `version`: the same rows when they are
+    in it already; version 2 to version 1 through `decode` (the spec's version-1 vector, exact
+    whenever decode is). Raises ValueError for version 1 to 2 (version 1 does not carry its tasks)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    have, want = version_of(rows.shape[-1]), check_version(version)
+    if have == want:
+        return rows
+    if (have, want) != (2, 1):
+        raise ValueError(f"task embeddings of version {have} cannot be rewritten in version {want}: version 1 "
+                         "does not carry its tasks (play with the config key TASK_EMBEDDING = 1 instead)")
+    flat = rows.reshape(-1, rows.shape[-1])
+    out = np.stack([_as_v1(row.tobytes()) for row in flat]) if len(flat) else np.zeros((0, embedding_v1.SIZE))
+    return out.astype(np.float32).reshape(*rows.shape[:-1], embedding_v1.SIZE)
+
+
+@lru_cache(maxsize=4096)
+def _as_v1(row: bytes) -> np.ndarray:
+    """One version-2 row (its bytes: a policy converts the same few tasks every tick) in version 1;
+    zeros (a slot without a task) stay zeros."""
+    vector = np.frombuffer(row, dtype=np.float32)
+    return embedding_v1.vector(embedding_v2.decode(vector)) if vector.any() else np.zeros(embedding_v1.SIZE, np.float32)

@@ -40,6 +40,7 @@ start for a team's task), not over the whole event log.
 | ProtectLeader | target_protect, target_destroy | keywords (default leader, foes) |
 | EquipmentLevel | level, num_agent | ours: equipment level (2.1.1's EquipItem / FullyArmed count items) |
 | AttainCombatLevel | level, num_agent | ours |
+| NearTile | row, col, dist | ours: a live member within Chebyshev `dist` of (row, col) |
 
 Not built: HoardGold, EarnGold, SpendGold, MakeProfit, InventorySpaceGE, OwnItem, EquipItem,
 FullyArmed, ConsumeItem, HarvestItem, FireAmmo, ListItem, BuyItem (items, gold and the market are
@@ -64,7 +65,7 @@ BUILTINS: tuple[type[Predicate], ...] = (
     predicates.AttainSkill, predicates.GainExperience, predicates.CountEvent, predicates.ScoreHit,
     predicates.DefeatEntity, spatial.ProgressTowardCenter, spatial.AllMembersWithinRange, spatial.SeizeTile,
     spatial.SeizeCenter, spatial.SeizeQuadCenter, predicates.ProtectLeader, predicates.EquipmentLevel,
-    predicates.AttainCombatLevel,
+    predicates.AttainCombatLevel, spatial.NearTile,
 )
 BUILTIN_INDEX = {cls.name: i for i, cls in enumerate(BUILTINS)}
 _registered: dict[str, type[Predicate]] = {}

@@ -14,12 +14,26 @@ import numpy as np
 from nmmo.config import Config
 from nmmo.core.enums import Material
 from nmmo.tasks import core
-from nmmo.tasks.core import BIG, EQUALS, MIN, ONE_MINUS, Context, Leaves, Param, Predicate, Term, all_of, any_of, clip01
+from nmmo.tasks.core import (
+    BIG,
+    COORD_UNIT,
+    EQUALS,
+    MIN,
+    ONE_MINUS,
+    Context,
+    Leaves,
+    Param,
+    Predicate,
+    Term,
+    all_of,
+    any_of,
+    clip01,
+)
 from nmmo.tasks.distances import chebyshev_between
 
 MATERIALS = tuple(material.name.capitalize() for material in Material)
-_ROW = Param("row", "int", low=0, high=4095, scale=1024)
-_COL = Param("col", "int", low=0, high=4095, scale=1024)
+_ROW = Param("row", "int", low=0, high=4095, scale=1024, unit=COORD_UNIT)
+_COL = Param("col", "int", low=0, high=4095, scale=1024, unit=COORD_UNIT)
 _NUM_TICKS = Param("num_ticks", "int", low=1, scale=1024)
 
 
@@ -83,6 +97,32 @@ class OccupyTile(Predicate):
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
         return Term(core.TILE, EQUALS, threshold=args["row"] * config.MAP_SIZE + args["col"])
+
+
+class NearTile(Predicate):
+    """1 when a live member stands within Chebyshev `dist` of (`row`, `col`); otherwise 1 - the
+    nearest live member's distance beyond `dist` over MAP_CENTER // 2, so progress grows on the way
+    (0 when no member is alive). Ours: OccupyTile asks for one tile, which water, stone or another
+    agent may make out of reach on a given map; a place within a few tiles is reachable on any."""
+
+    name = "NearTile"
+    params = (_ROW, _COL, Param("dist", "int", 2, 0, 4095, scale=128))
+
+    def bind(self, leaves: Leaves, ctx: Context) -> None:
+        """Each member's distance to its leaf's tile (asked of `Distances` once), its leaf's slack."""
+        m, args = leaves.subject, leaves.args
+        points = np.stack((args["row"][m.owner], args["col"][m.owner]))
+        leaves.static["distance"] = ctx.distances.want(m.slots, points)
+        leaves.static["dist"] = args["dist"].astype(np.float64)
+        leaves.static["per_tile"] = np.array(1.0 / max(ctx.config.MAP_CENTER // 2, 1))
+
+    def progress(self, ctx: Context, leaves: Leaves) -> np.ndarray:
+        static, m = leaves.static, leaves.subject
+        d = ctx.distances.of(ctx)[static["distance"]]
+        if not ctx.all_alive:
+            d = np.where(ctx.alive[m.slots], d, BIG)
+        beyond = np.maximum(m.min(d, empty=BIG) - static["dist"], 0.0)
+        return clip01(1.0 - beyond * static["per_tile"])
 
 
 class DistanceTraveled(Predicate):

@@ -14,8 +14,11 @@ from the env's would change the game.
 
 Task types (nmmo 2.1.1's Task, OngoingTask, HoldDurationTask): ``task`` rewards increments of
 progress (negative when progress falls) until it completes, then nothing; ``ongoing`` rewards the
-progress every tick; ``hold`` counts consecutive ticks with progress 1, its progress is that
-count over `hold`, rewarded by increments, and 1.0 on the tick it completes. ``reward_on =
+progress every tick and is complete exactly while its progress is 1 (nmmo 2.1.1 latched it on the
+first such tick, so a StayAlive team task read "completed" at the end of lives that broke it, with
+progress 0 beside it; completion now says whether the task held when the life ended, which is what
+the task reports and the curricula read); ``hold`` counts consecutive ticks with progress 1, its
+progress is that count over `hold`, rewarded by increments, and 1.0 on the tick it completes. ``reward_on =
 "completion"`` rewards 1 once when it completes instead (ongoing: every tick it is satisfied).
 Rewards are multiplied by the spec's `reward` and go to the agent, or to every member slot of
 the team (reward_to = "team").
@@ -84,7 +87,7 @@ class TaskState:
         if weights.sum() <= 0:
             raise ValueError(f"{tasks.source}: every task has weight 0: nothing to sample")
         self.weights = weights / weights.sum()
-        self.embeddings = np.stack([embed(spec) for spec in tasks])  # (tasks, EMBEDDING_SIZE) float32
+        self.embeddings = np.stack([embed(spec, config.TASK_EMBEDDING) for spec in tasks])  # (tasks, size) float32
         self.row_offset = (np.arange(self.n_slots) // config.PLAYER_N * config.MAP_SIZE).astype(np.int32)
         self._team_of_row: np.ndarray | None = None
         self.seconds = 0.0
@@ -236,6 +239,8 @@ class TaskState:
             rewards = progress - before
         any_just = any_of(just)
         completed = done | just if any_just else done
+        if c.any_ongoing:  # an ongoing task is complete while it holds, not from its first good tick on
+            completed = np.where(c.not_ongoing, completed, progress >= ONE)
         if c.any_hold and any_just:
             rewards[c.is_hold & just] = 1.0
         if c.any_completion:
@@ -292,7 +297,7 @@ class TaskState:
             level.skip_done(frozen)
 
     def slot_embeddings(self) -> np.ndarray:
-        """(slots, EMBEDDING_SIZE) float32: the embedding of each slot's task."""
+        """(slots, embedding_size(config)) float32: the embedding of each slot's task."""
         return self.embeddings[self.task]
 
     def timing(self, state: State) -> dict[str, float]:
