@@ -12,6 +12,7 @@ from rich.table import Table
 from baselines.args import Args, add_arguments, args_from
 from nmmo.cli import add_command, add_ray_flags, console, ray_options
 from nmmo.cli.outputs import claim_output
+from nmmo.cli.overrides import add_set_flag, apply_sets
 from nmmo.cli.tables import print_table
 from nmmo.policy import display_names
 
@@ -26,7 +27,11 @@ def _starting(options: Args) -> str:
 
 
 def _check_train(args: argparse.Namespace) -> None:
-    """The output folder rule (`nmmo.cli.outputs`) on the run's --out, a preset's included."""
+    """``--set`` on the run's config when --config was not given (a preset's or the default: the
+    shared check changed a given one already), then the output folder rule (`nmmo.cli.outputs`)
+    on the run's --out, a preset's included."""
+    if "config" not in vars(args):
+        apply_sets(args, base=args_from(args).config)
     options = args_from(args)
     claim_output(options.out, args.force, options.resume)
 
@@ -84,6 +89,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train = add_command(sub, "train", "train the recurrent PPO baseline (needs the [train] extra); every "
                         "hyper-parameter of baselines.args.Args is a flag")
     add_arguments(train, skip=("backend", "ray_address"))  # --ray / --ray-address say where workers run
+    add_set_flag(train)
     add_ray_flags(train)
     train.add_argument("--force", action="store_true", help="start over in a --out folder that already holds "
                        "files (this run's files replace those of the same names; without it, or --resume, such a "

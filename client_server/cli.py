@@ -16,6 +16,7 @@ from client_server.guard import normalize_origin
 from client_server.protocol import SPEED_RANGE
 from nmmo import config as config_module
 from nmmo.cli import add_command, check_port, console
+from nmmo.cli.overrides import add_set_flag
 
 
 def add_allow_origin(parser: argparse.ArgumentParser) -> None:
@@ -149,6 +150,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     srv.add_argument("--replay-dir", default=None, metavar="DIR", help="serve every replay in DIR")
     srv.add_argument("--live", action="store_true", help="run a simulation and stream it")
     srv.add_argument("--config", default="small_maps", help="live: config name, preset or TOML path")
+    add_set_flag(srv)
     srv.add_argument("--policy", default="scripted:Combat",
                      help=f"live: the policy driving every agent ({spec_forms()}); it runs in this process, "
                      "unsandboxed, with your privileges: name only code you trust")

@@ -27,6 +27,7 @@ from evaluation.tables import (
 from evaluation.tournament import METRIC, TIE_BREAK, TOURNAMENT_CONFIG
 from nmmo.cli import add_command, add_game_flags, add_ray_flags, cli_command, ray_options
 from nmmo.cli.outputs import add_out_flags
+from nmmo.cli.overrides import add_set_flag
 from nmmo.cli.tables import fitted, print_table
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     table1 = add_command(experiment, "table1", "the paper's Table 1 with its sensitivity to population cap and "
                          "forest abundance (self-contained scripted bots)", parents=[common])
     table1.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
+    add_set_flag(table1)
     table1.add_argument("--bots", nargs="+", default=list(BOTS), help="the bots of the main table")
     table1.add_argument("--maps", type=int, default=8, help="held-out maps (one episode each) per run")
     table1.add_argument("--caps", nargs="*", type=int, default=list(CAPS), help="population caps to try")

@@ -17,6 +17,7 @@ from pathlib import Path
 from nmmo import config as config_module
 from nmmo.cli import add_command, cli_command, console
 from nmmo.cli.outputs import add_out_flags
+from nmmo.cli.overrides import add_set_flag
 from nmmo.envs.landscape import NAME as LANDSCAPE
 
 DEMO_POLICIES = ["scripted:Combat", "scripted:Forage", "scripted:Meander", "random"]
@@ -126,6 +127,7 @@ def add_command_to(subparsers: argparse._SubParsersAction) -> None:
                        "scripted bots, its leaderboard, and with --serve the viewer on it")
     demo.add_argument("--config", default="tournament", help="config name, preset or TOML path (tournament: the "
                       "canonical format)")
+    add_set_flag(demo)
     demo.add_argument("--ticks", type=int, default=None, help="ticks per tournament episode (None: the HORIZON)")
     demo.add_argument("--episodes", type=int, default=4, help="tournament episodes")
     demo.add_argument("--workers", type=int, default=2, help="episodes run in parallel (0: in this process)")

@@ -16,6 +16,7 @@ from baselines.experiments import games, maps, population, progression, tasks
 from baselines.experiments.run import Budget, reward_recipe
 from nmmo.cli import add_command, add_ray_flags, command_group, ray_options
 from nmmo.cli.outputs import add_out_flags
+from nmmo.cli.overrides import add_set_flag
 from nmmo.cli.tables import print_table
 
 #: Flags of every experiment that go into the command line recorded in the results file.
@@ -104,6 +105,7 @@ def _common(parser: argparse.ArgumentParser, name: str, config: str | None, step
     experiment's worlds are fixed)."""
     if config is not None:
         parser.add_argument("--config", default=config, help="the base config (name, preset or TOML path)")
+        add_set_flag(parser)
     parser.add_argument("--seeds", nargs="+", type=int, default=list(seeds), help="training seeds (a run per "
                         "condition and seed)")
     parser.add_argument("--steps", type=int, default=steps, help="agent-steps of training per run (every condition "

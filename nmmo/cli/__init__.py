@@ -36,6 +36,7 @@ from rich.text import Text
 
 from nmmo import config as config_module
 from nmmo.cli.outputs import check_output
+from nmmo.cli.overrides import add_set_flag, apply_sets, overridden
 from nmmo.cli.parser import Parser
 from nmmo.cli.tables import print_table
 from nmmo.config import ConfigError
@@ -118,6 +119,7 @@ def add_game_flags(parser: argparse.ArgumentParser, default_config: str, config_
                         help=f"play a minigame ({', '.join(GAME_NAMES)}): its canonical config, as --config NAME"
                              + game_help)
     parser.set_defaults(default_config=default_config)
+    add_set_flag(parser)
 
 
 def game_config(config: str | None, game: str | None, default: str) -> str:
@@ -213,7 +215,7 @@ def _cmd_config_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_config_show(args: argparse.Namespace) -> int:
-    print(config_module.resolve(args.name), end="")
+    print(overridden(args.name, args.set) if args.set else config_module.resolve(args.name), end="")
     return 0
 
 
@@ -239,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     maps_sub = maps.add_subparsers(dest="maps_command", required=True)
     gen = add_command(maps_sub, "generate", "generate a pool of maps into the cache")
     gen.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
+    add_set_flag(gen)
     gen.add_argument("--n", type=int, default=None, help="how many maps (default: the whole pool)")
     gen.add_argument("--start", type=int, default=0, help="first map index in the pool")
     gen.add_argument("--split", choices=["train", "eval"], default="train", help="training or held-out pool")
@@ -248,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = add_command(maps_sub, "show", "print a map's material fractions and reachability")
     show.add_argument("id", type=int, help="map index in the pool")
     show.add_argument("--config", default="small_maps", help="config name, preset or TOML path")
+    add_set_flag(show)
     show.add_argument("--split", choices=["train", "eval"], default="train", help="training or held-out pool")
     show.add_argument("--preview", default=None, metavar="PNG", help="also write a PNG preview here")
     for p in (gen, show):
@@ -262,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_command(cfg_sub, "list", "the canonical task configs").set_defaults(func=_cmd_config_list)
     show_cfg = add_command(cfg_sub, "show", "print a config as TOML")
     show_cfg.add_argument("name", help="config name, preset (Small, Medium, Large, Default) or TOML path")
+    add_set_flag(show_cfg)
     show_cfg.set_defaults(func=_cmd_config_show)
     diff = add_command(cfg_sub, "diff", "keys that differ between two configs")
     diff.add_argument("a", help="config name, preset or TOML path")
@@ -296,6 +301,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise ValueError(f"--episodes must be a positive int, got {episodes}")
     if getattr(args, "default_config", None) is not None:  # a command with --config / --game
         settle_config(args)
+    if "config" in vars(args):  # --set KEY=VALUE: the config changed for this run
+        apply_sets(args)
     if getattr(args, "check", None) is not None:
         args.check(args)
     check_output(args)  # last: the command's own check may settle where its output goes

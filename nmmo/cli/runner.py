@@ -39,6 +39,7 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         value_map = ValueMap(config.MAP_SIZE)
         env.overlays.register("value", value_map.heatmap(), blank=VALUE_BLANK)
     lifetimes: list[dict] = []
+    tasks: list[tuple[int, int, float]] = []  # (task index, completed, progress) of each life that ended
     step_time = 0.0
     agent_steps = 0
     name = display_names([policy_spec])[policy_spec]
@@ -56,6 +57,8 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         step_time += time.perf_counter() - start
         agent_steps += len(obs)
         lifetimes += [info["life"] for info in infos.values() if "life" in info]
+        tasks += [(info["task"], info["task_completed"], info["task_progress"]) for info in infos.values()
+                  if "life" in info and "task" in info]
         bar.update()
         if not env.agents:
             break
@@ -63,11 +66,34 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
     # agents still alive at the end are reported as if the episode ended here
     if env.agents:
         lifetimes += list(env.metrics_now().values())
+        tasks += [(info["task"], info["task_completed"], info["task_progress"]) for agent, info in infos.items()
+                  if agent in env.agents and "task" in info]
     if record is not None:
         env.save_replay(record)
     return {"lifetimes": lifetimes, "ticks": env.tick, "step_time": step_time,
             "agent_steps": agent_steps, "issued": env.realm.state.next_player_id - 1,
-            "npcs": len(env.realm.npcs), "game": env.game_result()}
+            "npcs": len(env.realm.npcs), "game": env.game_result(),
+            "tasks": task_rows(env.tasks.tasks, tasks) if config.has_tasks() and not config.GAME else []}
+
+
+def task_rows(task_set, lives: list[tuple[int, int, float]]) -> list[tuple[str, int, float, float]]:
+    """Per task of the set that some life held: (name, lives, completed share, mean final progress)."""
+    rows = []
+    for index, spec in enumerate(task_set):
+        held = [(done, progress) for task, done, progress in lives if task == index]
+        if held:
+            rows.append((spec.name, len(held), float(np.mean([d for d, _ in held])),
+                         float(np.mean([p for _, p in held]))))
+    return rows
+
+
+def task_table(title: str, rows: list[tuple[str, int, float, float]]) -> Table:
+    table = Table(title=title)
+    for column in ("task", "lives", "completed", "progress"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for name, lives, done, progress in rows:
+        table.add_row(name, str(lives), f"{done:.2f}", f"{progress:.2f}")
+    return table
 
 
 def metric_table(title: str, lifetimes: list[dict]) -> Table:
@@ -90,12 +116,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from nmmo.policy import display_names
 
     config = config_module.resolve(args.config)
+    if args.tasks:  # every agent draws a task from the set; a recorded replay carries them to the viewer
+        from nmmo.tasks.spec import task_set_key
+
+        config.set("TASKS", task_set_key(args.tasks)).validate()
     result = simulate(config, args.policy, args.ticks, args.seed, record=args.record, value_overlay=args.value_overlay)
     if args.record:
         console.print(f"replay: {args.record}  (watch: {cli_command()} serve --replay {args.record})", highlight=False)
     name = display_names([args.policy])[args.policy]
     print_table(console, metric_table(f"{name} on {config.name}: {len(result['lifetimes'])} lifetimes, "
                                       f"{result['ticks']} ticks", result["lifetimes"]))
+    if result["tasks"]:  # each task's lives (ended ones, and the living at the end) and how they did
+        print_table(console, task_table(f"tasks of {config.TASKS}", result["tasks"]))
     if result["game"]:  # who won and why the game ended (or how it stands)
         console.print(result["game"], highlight=False)
     console.print(f"{result['agent_steps'] / max(result['step_time'], 1e-9):,.0f} agent-steps/s in env.step")
@@ -115,6 +147,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--ticks", type=int, default=256, help="ticks to simulate")
     run.add_argument("--seed", type=int, default=0, help="env and policy seed")
     run.add_argument("--record", default=None, metavar="PATH", help="save the run as a replay")
+    run.add_argument("--tasks", default=None, metavar="SET",
+                     help="give every agent a task from this task set (a shipped name: nmmo tasks list shows them; "
+                          "or a .toml / .json file); the task table follows the metric table, and --record keeps "
+                          "the tasks in the replay")
     run.add_argument("--value-overlay", action="store_true",
                      help="paint the policy's value estimates into a 'value' overlay and its critic over the whole map "
                      "into a 'value landscape' one (policies with last_values)")
