@@ -14,11 +14,9 @@ from typing import Any
 import numpy as np
 
 from nmmo.config import Config
+from nmmo.core.actions import NO_OP_ROW
 from nmmo.core.layout import ObsBatch
 from nmmo.policy import act_rows, load_policy_class
-
-#: [direction, style, target] of an agent that stays and does not attack.
-NO_OP = np.array([4, -1, -1])
 
 
 class EnvPolicies:
@@ -49,7 +47,7 @@ class EnvPolicies:
                 self._reset(int(k))
 
     def act(self, obs: dict[str, np.ndarray], ids: np.ndarray, rows: np.ndarray,
-            missing: np.ndarray = NO_OP) -> np.ndarray:
+            missing: np.ndarray | tuple = NO_OP_ROW) -> np.ndarray:
         """(all rows, 3) actions: each env's policy's for its rows where `rows` is True (an array
         batch of those rows, `nmmo.policy.act_rows`), `missing` elsewhere and for the rows a
         policy's reply could not fill (an agent it left out, an unreadable action)."""

@@ -37,6 +37,7 @@ from baselines.tb_log import TensorBoardLog
 from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
 from nmmo import console
+from nmmo.core.actions import NO_OP_ROW
 from nmmo.envs.tasking import as_task_set
 from nmmo.envs.vector import METRIC_NAMES, VectorEnv
 from nmmo.io.files import atomic_write_bytes, remove_stale_temps
@@ -201,7 +202,7 @@ def train(args: Args) -> dict:
                 if tally is not None:
                     tally.slots(vec.buffers["task_index"], learner)
                 tick = time.perf_counter()
-                played = np.where(alive[:, None], a, np.array([4, -1, -1]))
+                played = np.where(alive[:, None], a, np.array(NO_OP_ROW))
                 if league is not None:
                     played = np.where(learner[:, None], played, opponents.opponent_actions(obs, ids, alive))
                 result = vec.step(played)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from baselines.env_policies import NO_OP, EnvPolicies
+from baselines.env_policies import EnvPolicies
 from nmmo.config import Config
+from nmmo.core.actions import NO_OP_ROW
 
 #: [direction, style, target] of a row with no label (a label's target of -1: no attack).
 UNLABELLED = np.array([-1, -1, -1])
@@ -33,7 +34,7 @@ class Teacher(EnvPolicies):
         """(all rows, 3): the teacher's [direction, style, target] where `rows` is True, UNLABELLED
         elsewhere; an action without an attack has style and target -1."""
         labels = self.act(obs, ids, rows, missing=UNLABELLED)
-        labels[rows & (labels[:, 0] < 0), 0] = NO_OP[0]  # no move given: the agent stays
+        labels[rows & (labels[:, 0] < 0), 0] = NO_OP_ROW[0]  # no move given: the agent stays
         return labels
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import nmmo
+from nmmo.core.actions import NO_OP_ROW
 from nmmo.interfaces import InterfaceEnv, RewardShaping
 
 TIERS = {"player_kills": (1, 3, 6), "explore": (32, 64, 127)}  # from DESIGN.md section 6
@@ -56,10 +57,10 @@ def test_the_batched_api_pays_the_same():
     env.reset()
     _, slot = first_agent(env)
     env.realm.state.entities.max_explore[slot] = 64  # explore easy and normal at once
-    out = env.step_arrays(np.tile([4, -1, -1], (env.n_slots, 1)))
+    out = env.step_arrays(np.tile(NO_OP_ROW, (env.n_slots, 1)))
     assert out.rewards[slot] == pytest.approx((POINTS[0] + POINTS[1]) / 15)
     assert out.rewards.sum() == pytest.approx((POINTS[0] + POINTS[1]) / 15)
-    assert env.step_arrays(np.tile([4, -1, -1], (env.n_slots, 1))).rewards[slot] == 0
+    assert env.step_arrays(np.tile(NO_OP_ROW, (env.n_slots, 1))).rewards[slot] == 0
 
 
 def test_a_slots_next_agent_starts_from_zero():

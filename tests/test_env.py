@@ -9,6 +9,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import nmmo
 from nmmo import config
+from nmmo.core.actions import NO_OP_ROW
 from nmmo.core.enums import EntityAttr, TileAttr
 from nmmo.testing import check_env, random_actions
 
@@ -333,8 +334,7 @@ def test_batched_api_matches_the_dict_api(conf):
     rng = np.random.default_rng(0)
     for _ in range(60):
         actions = random_actions(a, obs_a, rng)
-        array = np.zeros((b.n_slots, 3), dtype=np.int64)
-        array[:, 0], array[:, 1], array[:, 2] = 4, -1, -1
+        array = np.tile(np.array(NO_OP_ROW, dtype=np.int64), (b.n_slots, 1))
         for agent, action in actions.items():
             slot = a._id_to_slot[agent]
             array[slot, 0] = action["Move"]["Direction"]

@@ -10,6 +10,7 @@ pytest.importorskip("torch")
 import nmmo  # noqa: E402
 from baselines.league import LEARNER, League, Member, Opponents  # noqa: E402
 from baselines.ppo import read_log, train  # noqa: E402
+from nmmo.core.actions import NO_OP_ROW  # noqa: E402
 from nmmo.envs.vector import VectorEnv  # noqa: E402
 from scripted.bots import Forage  # noqa: E402
 
@@ -69,8 +70,8 @@ def test_opponents_act_for_odd_slots_with_the_bots_own_choices():
         actions = opponents.opponent_actions(obs, ids, alive)
     slots = conf.PLAYER_N
     learner = Opponents.learner_rows(2, slots)
-    assert (actions[learner] == [4, -1, -1]).all()  # the learner's rows are left to the learner
-    assert (actions[slots:][~learner[slots:]] == [4, -1, -1]).all()  # idle does nothing
+    assert (actions[learner] == NO_OP_ROW).all()  # the learner's rows are left to the learner
+    assert (actions[slots:][~learner[slots:]] == NO_OP_ROW).all()  # idle does nothing
     bot = Forage(conf)
     bot.reset(int(np.random.SeedSequence([0, 0, 0]).generate_state(1)[0]))
     rows = [r for r in range(slots) if r % 2 == 1 and alive[r]]

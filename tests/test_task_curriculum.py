@@ -5,6 +5,7 @@ fused engines alike), and it is deterministic."""
 import numpy as np
 import pytest
 
+from nmmo.core.actions import NO_OP_ROW
 from nmmo.envs.vector import VectorEnv
 from nmmo.tasks.sampling import EdgeSampler, curriculum_sampler
 from tests.test_fused import dying, random_actions, respawning
@@ -117,6 +118,6 @@ def test_training_logs_the_curriculum_and_both_kinds_of_checkpoint_play_with_tas
         while not env.done:
             batch = env.observations()
             assert "task" in batch.arrays  # the blind network ignores it
-            actions = np.tile(np.array([4, -1, -1]), (env.n_slots, 1))
+            actions = np.tile(np.array(NO_OP_ROW), (env.n_slots, 1))
             actions[env.live_players()[1]] = policy.act_arrays(batch)
             env.step_arrays(actions)

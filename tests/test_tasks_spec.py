@@ -192,6 +192,7 @@ class Stood(Predicate):
 
 WORKER = '''
 import numpy as np, nmmo
+from nmmo.core.actions import NO_OP_ROW
 from nmmo.tasks import TaskState, load_task_set
 config = nmmo.config.Small().set("PLAYER_N", 4)
 env = nmmo.Env(config, seed=0)
@@ -199,7 +200,7 @@ env.reset()
 tasks = TaskState(load_task_set({path!r}), config)
 tasks.reset(env.realm.state, assignment=np.zeros(4, dtype=int))
 for _ in range(2):
-    env.step_arrays(np.tile([4, -1, -1], (4, 1)))
+    env.step_arrays(np.tile(NO_OP_ROW, (4, 1)))
     step = tasks.evaluate(env.realm.state)
 print(step.progress.tolist())
 '''

@@ -40,6 +40,7 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
         env.overlays.register("value", value_map.heatmap(), blank=VALUE_BLANK)
     lifetimes: list[dict] = []
     tasks: list[tuple[int, int, float]] = []  # (task index, completed, progress) of each life that ended
+    infos: dict = {}
     step_time = 0.0
     agent_steps = 0
     name = display_names([policy_spec])[policy_spec]
