@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from nmmo.core.render import entities_rgb, overlay_rgb, upscale
-from nmmo.io.files import FILE_MODE, TEMP_SUFFIX, atomic_write_bytes
+from nmmo.io.files import atomic_path, atomic_write_bytes
 from nmmo.io.replay import Replay, quantize
 
 #: Pixels of all frames together that an export may hold (a GIF's frames, one byte a pixel once
@@ -177,15 +176,11 @@ def write_mp4(path: str | os.PathLike, images: Iterator[np.ndarray], fps: float,
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:
         raise ValueError("MP4 export needs ffmpeg on PATH (apt-get install ffmpeg); --gif needs only Pillow")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
-    os.close(fd)
     even = width + width % 2  # yuv420p needs even sides: pad one pixel where odd
-    command = [ffmpeg, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{width}",
-               "-r", f"{fps:g}", "-i", "-", "-vf", f"pad={even}:{even}", "-c:v", "libx264", "-pix_fmt", "yuv420p",
-               "-f", "mp4", tmp]
-    try:
+    with atomic_path(path) as tmp:
+        command = [ffmpeg, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{width}",
+                   "-r", f"{fps:g}", "-i", "-", "-vf", f"pad={even}:{even}", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+                   "-f", "mp4", tmp]
         with subprocess.Popen(command, stdin=subprocess.PIPE, stderr=subprocess.PIPE) as process:
             try:
                 for image in images:
@@ -198,9 +193,4 @@ def write_mp4(path: str | os.PathLike, images: Iterator[np.ndarray], fps: float,
             message = process.stderr.read().decode(errors="replace").strip()
         if process.returncode != 0:
             raise ValueError(f"ffmpeg failed (status {process.returncode}): {message[-500:] or 'no message'}")
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return Path(path)
