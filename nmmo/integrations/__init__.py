@@ -22,6 +22,7 @@ a trained policy comes back to play in ``nmmo eval`` and ``nmmo tournament``.
 
 from __future__ import annotations
 
+import abc
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def choose(parts: Any, generator: Any, greedy: bool = False) -> Any:
     return torch.stack(picks, dim=-1).numpy().astype(np.int64)
 
 
-class ViewActor:
+class ViewActor(abc.ABC):
     """A trained actor acting on the trainer form's views (``{"observation", "action_mask"}`` per
     agent): subclasses give `parts`, each action part's masked logits for stacked observations; the
     actor samples each part with a generator `reset` seeds (or takes its argmax when `greedy`)."""
@@ -103,9 +104,9 @@ class ViewActor:
 
         self.generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
 
+    @abc.abstractmethod
     def parts(self, obs: Any, mask: Any) -> Any:
         """The masked logits of each action part, for (agents, features) observations and masks."""
-        raise NotImplementedError
 
     def act(self, views: dict) -> dict:
         if not views:
