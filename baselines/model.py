@@ -15,7 +15,9 @@ batch that hold an entity, H = hidden):
   feedforward MLP over the flat observation, so a recipe and `nmmo train` can be compared with one
   network on both sides.
 
-`build` makes either from a checkpoint's ``model_kwargs``.
+`build` makes either from a checkpoint's ``model_kwargs``; `act` samples (or picks greedily) the
+actions of either, for the trainer (`baselines.ppo`) and for checkpoints played as policies
+(`baselines.policy`), which share it here rather than import each other.
 
 The model does not depend on N: a checkpoint trained with 32 entity rows plays with 100.
 """
@@ -262,6 +264,18 @@ def build(kwargs: dict) -> Policy | MLPPolicy:
     if arch not in ("lstm", "mlp"):
         raise ValueError(f"model_kwargs: unknown arch {arch!r} (lstm or mlp)")
     return MLPPolicy(**kwargs) if arch == "mlp" else Policy(**kwargs)
+
+
+def act(model: Policy | MLPPolicy, obs: dict[str, torch.Tensor], state, reset: torch.Tensor, greedy: bool = False):
+    """Actions for every row: (rows, 3) [direction, style, target], their joint log-prob, values, state."""
+    move, style, target, value, state = model(obs, state, reset)
+    parts, logp = [], 0.0
+    for logits in (move, style, target):
+        dist = torch.distributions.Categorical(logits=logits)
+        choice = logits.argmax(-1) if greedy else dist.sample()
+        parts.append(choice)
+        logp = logp + dist.log_prob(choice)
+    return torch.stack(parts, dim=1), logp, value, state
 
 
 def to_tensors(obs: dict[str, np.ndarray], device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from baselines import checkpoint as checkpoints
 from baselines import model as models
-from baselines.ppo import act, load_checkpoint
 from nmmo.config import Config
 from nmmo.core.layout import ObsBatch
 from nmmo.io import torchzip
@@ -30,7 +30,7 @@ class CheckpointPolicy(ArrayPolicy):
     def __init__(self, config: Config, seed: int | None = None, path: str | None = None,
                  greedy: bool = False) -> None:
         super().__init__(config)
-        checkpoint = load_checkpoint(path or self.path)
+        checkpoint = checkpoints.load(path or self.path)
         self.model = models.build(checkpoint["model_kwargs"])
         self.model.load_state_dict(checkpoint["model"])
         self.model.eval()
@@ -57,7 +57,7 @@ class CheckpointPolicy(ArrayPolicy):
         with torch.no_grad():
             state = torch.get_rng_state()
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=self.generator)))
-            actions, _, values, (h, c) = act(self.model, tensors, (h, c), torch.zeros(len(ids)), self.greedy)
+            actions, _, values, (h, c) = models.act(self.model, tensors, (h, c), torch.zeros(len(ids)), self.greedy)
             torch.set_rng_state(state)
         self.memory = {i: (h[0, k], c[0, k]) for k, i in enumerate(ids)}
         self.last_values = dict(zip(ids, values.tolist(), strict=True))

@@ -1,12 +1,20 @@
 """Recurrent PPO for nmmo, in one readable file (every hyper-parameter in `Args`).
 
-Shared weights across all agents; rollouts from `nmmo.envs.vector.VectorEnv` (no per-agent Python on the
+Shared weights across all agents; rollouts from `nmmo.engines.vector.VectorEnv` (no per-agent Python on the
 hot path: one batched forward per tick for every agent slot of every env); the LSTM memory of a slot
 is reset when a new agent takes it; GAE, clipped objective, value loss, entropy bonus; minibatches
 are sets of whole slot sequences so the recurrence replays in order. Logs a CSV/JSON row per
 iteration, PNG curves and TensorBoard event files (OUT/tensorboard); wandb only when asked
 (offline unless you are logged in). Checkpoints are written atomically and `--resume` continues
 from one, step count included.
+
+Read it top to bottom: `train` is the loop, and each iteration is four parts, one function each:
+`collect` a rollout, `learn` from it (GAE, then the PPO epochs of `_update`), make its log row
+(`iteration_row`), save the checkpoint and then the row (`save_iteration`). The optional features are `Hook`s, called at
+fixed points of those parts and kept below them (skip them on a first reading): a scripted teacher's
+labels (`TeacherHook`), the league's opponents (`LeagueHook`), the task tally (`TaskTallyHook`), the
+resource-reward shaping (`ResourceReward`), wandb and TensorBoard (`LogHook`). Resuming is one
+step of `prepare` (`_resume`).
 
     python -m baselines.ppo --config train_small --minutes 20
     nmmo train --config small_maps --minutes 20
@@ -21,6 +29,8 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,16 +40,18 @@ from torch import nn
 from baselines import checkpoint
 from baselines.args import Args, add_arguments, args_from
 from baselines.league import LEAGUE_FILE, LEARNER, League, Opponents
-from baselines.model import MLPPolicy, Policy, parameter_count, to_tensors
+from baselines.model import MLPPolicy, Policy, act, parameter_count, to_tensors
+from baselines.policy import baseline_class, checkpoint_class
 from baselines.recipes.common import gae
 from baselines.task_log import TaskTally, task_curves
 from baselines.tb_log import TensorBoardLog
 from baselines.teacher import UNLABELLED, Teacher, imitation_loss
 from nmmo import config as config_module
 from nmmo import console
+from nmmo.config import Config
 from nmmo.core.actions import NO_OP_ROW
+from nmmo.engines.vector import METRIC_NAMES, VecStep, VectorEnv
 from nmmo.envs.tasking import as_task_set
-from nmmo.envs.vector import METRIC_NAMES, VectorEnv
 from nmmo.io.files import atomic_write_bytes, remove_stale_temps
 from nmmo.policy import load_policy_class
 from nmmo.tasks import embedding_size
@@ -62,18 +74,6 @@ def load_checkpoint(path: str | os.PathLike, device: str = "cpu") -> dict:
     return checkpoint.load(path, device)
 
 
-def act(model: Policy, obs: dict[str, torch.Tensor], state, reset: torch.Tensor, greedy: bool = False):
-    """Actions for every row: (rows, 3) [direction, style, target], their joint log-prob, values, state."""
-    move, style, target, value, state = model(obs, state, reset)
-    parts, logp = [], 0.0
-    for logits in (move, style, target):
-        dist = torch.distributions.Categorical(logits=logits)
-        choice = logits.argmax(-1) if greedy else dist.sample()
-        parts.append(choice)
-        logp = logp + dist.log_prob(choice)
-    return torch.stack(parts, dim=1), logp, value, state
-
-
 def act_rows(model: Policy, obs: dict[str, np.ndarray], state, reset: np.ndarray, alive: np.ndarray, device: str):
     """`act` for the rows that hold a live agent only (a slot whose agent died costs nothing until
     it is filled again; without respawn, most slots are empty late in an episode): actions (rows, 3),
@@ -93,8 +93,99 @@ def act_rows(model: Policy, obs: dict[str, np.ndarray], state, reset: np.ndarray
     return actions, logps, values, state
 
 
+# ------------------------------------------------------------------------------------ the loop
+@dataclass
+class Run:
+    """One training run: what `prepare` builds, what every iteration reads and advances, and what
+    carries from one rollout to the next (the envs' last observation, each row's memory and agent)."""
+
+    args: Args
+    out: Path
+    config: Config
+    vec: VectorEnv
+    model: Policy | MLPPolicy
+    optimizer: torch.optim.Optimizer
+    rng: np.random.Generator  # the minibatch shuffles: the same seed gives the same run
+    learner: np.ndarray  # the rows the learner plays and trains on (all of them without a league)
+    league: League | None = None
+    step: int = 0  # live agent-steps trained on so far
+    iteration: int = 0
+    started: float = 0.0
+    history: list[dict] = field(default_factory=list)
+    obs: dict[str, np.ndarray] = field(default_factory=dict)
+    state: tuple[torch.Tensor, torch.Tensor] | None = None  # each row's LSTM memory
+    prev_ids: np.ndarray | None = None  # the agent each row held on the last tick
+    prev_done: np.ndarray | None = None  # the row's last step ended its agent's episode
+
+
+@dataclass
+class Rollout:
+    """One rollout, time-major: the (T, rows, ...) arrays PPO learns from, the memory each BPTT
+    chunk starts from, the teacher's labels (when one labels), the finished agents' metrics and
+    where the time went."""
+
+    obs: dict[str, np.ndarray]
+    actions: np.ndarray
+    logps: np.ndarray
+    values: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    valid: np.ndarray  # a live learner agent in the row: the rows the losses count
+    resets: np.ndarray  # fresh memory at this tick (a new agent in the row, or a new episode)
+    chunk_states: list = field(default_factory=list)
+    labels: np.ndarray | None = None  # the teacher's [direction, style, target] (`TeacherHook`)
+    teacher_weight: float = 0.0
+    episodes: list[np.ndarray] = field(default_factory=list)  # each step's finished learner agents' metrics
+    timing: dict[str, float] = field(default_factory=lambda: {"env": 0.0, "inference": 0.0, "teacher": 0.0,
+                                                               "learn": 0.0})
+
+    @classmethod
+    def empty(cls, obs: dict[str, np.ndarray], t_len: int, rows: int) -> Rollout:
+        """Zeroed arrays for `t_len` ticks of `rows` rows, observations shaped as `obs`."""
+        def zeros(dtype: type) -> np.ndarray:
+            return np.zeros((t_len, rows), dtype)
+
+        return cls({k: np.zeros((t_len, rows, *v.shape[1:]), v.dtype) for k, v in obs.items()},
+                   np.zeros((t_len, rows, 3), np.int64), zeros(np.float32), zeros(np.float32), zeros(np.float32),
+                   zeros(bool), zeros(bool), zeros(bool))
+
+
 def train(args: Args) -> dict:
     """Run PPO; returns a summary (steps, iterations, throughput, last metrics)."""
+    check_args(args)
+    run = prepare(args)
+    hooks = make_hooks(run)
+    run.obs = run.vec.reset()
+    run.state = run.model.initial_state(run.vec.rows, args.device)
+    run.prev_ids = np.zeros(run.vec.rows, dtype=np.int64)
+    run.prev_done = np.ones(run.vec.rows, dtype=bool)  # carried over rollouts
+    run.started = time.perf_counter()
+    deadline = run.started + 60 * args.minutes
+    bar = console.progress(total=args.total_steps or None, desc="train", unit="agent-step", enabled=args.progress,
+                           initial=run.step)  # a time budget alone: no total to count down
+    try:
+        while time.perf_counter() < deadline and (not args.total_steps or run.step < args.total_steps) and (
+                not args.iterations or run.iteration < args.iterations):
+            rollout = collect(run, hooks)  # 1. play rollout_len ticks
+            losses = learn(run, rollout)  # 2. GAE and the PPO epochs
+            run.iteration += 1
+            row = iteration_row(run, rollout, losses, hooks)  # 3. the iteration's log row
+            save_iteration(run, row)  # 4. the checkpoint, then the row
+            for hook in hooks:
+                hook.logged(row, run.step)
+            bar.set_postfix_str(f"iteration {run.iteration}, {row['agent_steps_per_s']:.0f} agent-steps/s, "
+                                f"lifetime {row.get('lifetime', float('nan')):.1f}")
+            bar.update(int(rollout.valid.sum()))
+    finally:
+        bar.close()
+        run.vec.close()
+        for hook in hooks:
+            hook.close()
+    return finish(run, hooks)
+
+
+def check_args(args: Args) -> None:
+    """Refuse settings that cannot train (ValueError naming them) before anything is built."""
     if args.bptt < 1 or args.rollout_len % min(args.bptt, args.rollout_len):
         raise ValueError(f"bptt must divide rollout_len ({args.rollout_len}), got {args.bptt}")
     if args.teacher_steps < 0 or args.teacher_coef < 0:
@@ -107,6 +198,11 @@ def train(args: Args) -> dict:
             load_policy_class(args.teacher)
         except ValueError as err:
             raise ValueError(f"teacher {args.teacher!r}: {err}") from None
+
+
+def prepare(args: Args) -> Run:
+    """Seed torch, clean the output folder, build the envs, the network and its optimizer, then
+    warm-start the weights (`--init`) or resume from OUT/checkpoint.pt (`--resume`)."""
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -121,168 +217,295 @@ def train(args: Args) -> dict:
         config.set("TASK_CURRICULUM", args.task_curriculum)  # every env draws through it (nmmo.envs.tasking)
     vec = VectorEnv(config, num_envs=args.num_envs, seed=args.seed, workers=args.workers, backend=args.backend,
                     ray_address=args.ray_address, env=args.env)
-    side = 2 * config.PLAYER_VISION_RADIUS + 1
     task_dim = embedding_size(config) if config.has_tasks() and not args.task_blind else 0  # blind: no task input
     if args.arch == "mlp":
         model = MLPPolicy.for_config(config, args.hidden, task=bool(task_dim)).to(args.device)
     else:
-        model = Policy(side=side, hidden=args.hidden, task_dim=task_dim).to(args.device)
+        model = Policy(side=2 * config.PLAYER_VISION_RADIUS + 1, hidden=args.hidden, task_dim=task_dim).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
-    rng = np.random.default_rng(args.seed)  # minibatch shuffles: the same seed gives the same run
-    step, iteration = 0, 0
+    learner = Opponents.learner_rows(args.num_envs, vec.slots) if league is not None else np.ones(vec.rows, bool)
+    run = Run(args, out, config, vec, model, optimizer, np.random.default_rng(args.seed), learner, league)
     if args.init and not args.resume:
         warm_start(model, args.init)
     if args.resume:
-        ckpt = load_checkpoint(out / "checkpoint.pt", args.device)
-        _check_resume(ckpt, model, config)
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        step, iteration = ckpt["step"], ckpt["iteration"]
-        if ckpt.get("rng") is not None:
-            rng.bit_generator.state = ckpt["rng"]
-        reconcile_log(out, iteration, ckpt.get("log_row"))
+        _resume(run)
     else:  # a fresh run: logs and curves of an earlier run in this directory must not mix in
         for name in ("log.csv", "log.jsonl", "curves.png", "tasks.png"):
             (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / "tensorboard", ignore_errors=True)
-    run = _wandb(args, config) if args.wandb else None
-    board = TensorBoardLog(out / "tensorboard") if args.tensorboard else None
-    learner = Opponents.learner_rows(args.num_envs, vec.slots) if league else np.ones(vec.rows, bool)
-    opponents = Opponents(config, args.num_envs, args.seed) if league else None
-    teacher = Teacher(config, args.teacher, args.num_envs, args.seed) if args.teacher and args.teacher_steps else None
+    return run
 
-    rows, t_len = vec.rows, args.rollout_len
-    obs = vec.reset()
-    state = model.initial_state(rows, args.device)
-    prev_ids = np.zeros(rows, dtype=np.int64)
-    tally = TaskTally(as_task_set(config.TASKS)) if args.tasks else None  # the tasks dealt and completed
-    prev_done = np.ones(rows, dtype=bool)  # the slot's last step ended its agent's episode (carried over rollouts)
-    started = time.perf_counter()
-    deadline = started + 60 * args.minutes
-    history: list[dict] = []
-    budget = args.total_steps or None  # a time budget alone: no total to count down
-    bar = console.progress(total=budget, desc="train", unit="agent-step", enabled=args.progress, initial=step)
-    try:
-        while time.perf_counter() < deadline and (not args.total_steps or step < args.total_steps) and (
-                not args.iterations or iteration < args.iterations):
-            timing = {"env": 0.0, "inference": 0.0, "teacher": 0.0, "learn": 0.0}
-            batch = {k: np.zeros((t_len, rows, *v.shape[1:]), v.dtype) for k, v in obs.items()}
-            actions = np.zeros((t_len, rows, 3), np.int64)
-            logps, values = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), np.float32)
-            rewards, dones = np.zeros((t_len, rows), np.float32), np.zeros((t_len, rows), bool)
-            valid, resets = np.zeros((t_len, rows), bool), np.zeros((t_len, rows), bool)
-            chunk_states = []  # the memory at the start of each BPTT chunk
-            weight = teacher_weight(args, step) if teacher is not None else 0.0
-            labels = np.tile(UNLABELLED, (t_len, rows, 1)) if weight > 0 else None
-            episodes = []
-            if league is not None:
-                members = league.sample(args.num_envs)
-                opponents.play(members)
-                deaths = np.zeros(vec.rows)
-            for t in range(t_len):
-                if t % min(args.bptt, t_len) == 0:
-                    chunk_states.append((state[0][0].clone(), state[1][0].clone()))
-                alive = vec.buffers["alive"].copy()
-                ids = vec.buffers["agent_id"].copy()
-                supplies = _supplies(obs)
-                # a new agent (or none) in the slot, or a new episode (ids restart at the horizon): fresh memory
-                resets[t] = (ids != prev_ids) | prev_done
-                prev_ids = ids
-                for k, v in obs.items():
-                    batch[k][t] = v
-                tick = time.perf_counter()
-                a, logps[t], values[t], state = act_rows(model, obs, state, resets[t], alive & learner, args.device)
-                timing["inference"] += time.perf_counter() - tick
-                actions[t] = a
-                valid[t] = alive & learner  # opponents' rows play but do not train
-                if labels is not None:
-                    tick = time.perf_counter()
-                    labels[t] = teacher.label(obs, ids, valid[t])
-                    timing["teacher"] += time.perf_counter() - tick
-                if tally is not None:
-                    tally.slots(vec.buffers["task_index"], learner)
-                tick = time.perf_counter()
-                played = np.where(alive[:, None], a, np.array(NO_OP_ROW))
-                if league is not None:
-                    played = np.where(learner[:, None], played, opponents.opponent_actions(obs, ids, alive))
-                result = vec.step(played)
-                timing["env"] += time.perf_counter() - tick
-                rewards[t] = result.reward
-                if args.resource_reward:
-                    # food and water gained by the same agent (not a newcomer), and not on a tick it
-                    # attacked: loot taken from a victim must not pay, or agents learn to kill neighbours
-                    # (an agent truncated at the horizon is replaced by the next episode's, maybe same id)
-                    same = (vec.buffers["agent_id"] == ids) & ~result.terminated & ~result.truncated
-                    peaceful = a[:, 2] == obs["target_mask"].shape[1] - 1
-                    gained = np.maximum(_supplies(result.obs) - supplies, 0).sum(axis=1)
-                    rewards[t] += args.resource_reward * gained * same * peaceful
-                dones[t] = result.terminated | result.truncated
-                for bots in (teacher, opponents):  # a new episode is a new map: scripted memories start over
-                    if bots is not None:
-                        bots.new_episodes(result.truncated)
-                prev_done = dones[t].copy()
-                episodes.append(result.episodes[learner[result.episode_rows]])
-                if tally is not None:
-                    tally.ended(result.episode_tasks[learner[result.episode_rows]])
-                if league is not None:
-                    deaths += result.terminated
-                obs = result.obs
-            step += int(valid.sum())
 
-            tick = time.perf_counter()
-            next_reset = (vec.buffers["agent_id"] != prev_ids) | prev_done
-            _, _, next_value, _ = act_rows(model, obs, state, next_reset, vec.buffers["alive"], args.device)
-            advantages = gae(rewards, values, next_value, dones, dones, args.gamma, args.gae_lambda)  # no bootstrap
-            losses = _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets,
-                             chunk_states, rng, labels, weight)
-            timing["learn"] += time.perf_counter() - tick
-            iteration += 1
-            finished = np.concatenate(episodes) if episodes else np.zeros((0, len(METRIC_NAMES)))
-            row = _log_row(iteration, step, started, timing, valid, rewards, finished, losses)
-            if tally is not None:
-                row.update(tally.row())
-            if league is not None:
-                row["league_sr"] = _league_iteration(league, members, deaths, learner, vec.slots, iteration, model,
-                                                     optimizer, args, step, config)
-            history.append(row)
-            # checkpoint first, then the log row: a kill in between leaves the row in the checkpoint,
-            # and --resume writes it (`reconcile_log`); the log never runs ahead of the checkpoint
-            save_checkpoint(out / "checkpoint.pt", model, optimizer, args, step, iteration, config, rng, row)
-            _append_log(out, row)
-            if run is not None:
-                run.log(row, step=step)
-            if board is not None:
-                board.log(row, step)
-            bar.set_postfix_str(f"iteration {iteration}, {row['agent_steps_per_s']:.0f} agent-steps/s, "
-                                f"lifetime {row.get('lifetime', float('nan')):.1f}")
-            bar.update(int(valid.sum()))
-    finally:
-        bar.close()
-        vec.close()
-        if run is not None:
-            run.finish()
-        if board is not None:
-            board.close()
+def collect(run: Run, hooks: list[Hook]) -> Rollout:
+    """Play `rollout_len` ticks of every env: the learner acts for its live rows (one batched
+    forward pass a tick), the envs step, and the arrays PPO learns from fill up."""
+    args, vec, t_len = run.args, run.vec, run.args.rollout_len
+    rollout = Rollout.empty(run.obs, t_len, vec.rows)
+    for hook in hooks:
+        hook.rollout_start(run, rollout)
+    for t in range(t_len):
+        if t % min(args.bptt, t_len) == 0:  # the memory each BPTT chunk starts from
+            rollout.chunk_states.append((run.state[0][0].clone(), run.state[1][0].clone()))
+        obs = run.obs
+        alive, ids = vec.buffers["alive"].copy(), vec.buffers["agent_id"].copy()
+        # a new agent (or none) in the slot, or a new episode (ids restart at the horizon): fresh memory
+        rollout.resets[t] = (ids != run.prev_ids) | run.prev_done
+        run.prev_ids = ids
+        for k, v in obs.items():
+            rollout.obs[k][t] = v
+        tick = time.perf_counter()
+        a, rollout.logps[t], rollout.values[t], run.state = act_rows(run.model, obs, run.state, rollout.resets[t],
+                                                                     alive & run.learner, args.device)
+        rollout.timing["inference"] += time.perf_counter() - tick
+        rollout.actions[t] = a
+        rollout.valid[t] = alive & run.learner  # opponents' rows play but do not train
+        for hook in hooks:
+            hook.before_step(rollout, t, obs, ids)
+        tick = time.perf_counter()
+        played = np.where(alive[:, None], a, np.array(NO_OP_ROW))
+        for hook in hooks:
+            played = hook.play(played, obs, ids, alive)
+        result = vec.step(played)
+        rollout.timing["env"] += time.perf_counter() - tick
+        rollout.rewards[t] = result.reward
+        rollout.dones[t] = result.terminated | result.truncated
+        run.prev_done = rollout.dones[t].copy()
+        rollout.episodes.append(result.episodes[run.learner[result.episode_rows]])
+        for hook in hooks:
+            hook.after_step(rollout, t, obs, ids, result)
+        run.obs = result.obs
+    run.step += int(rollout.valid.sum())
+    return rollout
+
+
+def learn(run: Run, rollout: Rollout) -> dict:
+    """The advantages (GAE from the value of the state after the rollout; no value bootstrapped
+    past a done, a truncated agent is gone), then the PPO epochs (`_update`); returns the losses."""
+    args, vec = run.args, run.vec
+    tick = time.perf_counter()
+    next_reset = (vec.buffers["agent_id"] != run.prev_ids) | run.prev_done
+    _, _, next_value, _ = act_rows(run.model, run.obs, run.state, next_reset, vec.buffers["alive"], args.device)
+    advantages = gae(rollout.rewards, rollout.values, next_value, rollout.dones, rollout.dones, args.gamma,
+                     args.gae_lambda)
+    losses = _update(run.model, run.optimizer, args, rollout.obs, rollout.actions, rollout.logps, rollout.values,
+                     advantages, rollout.valid, rollout.resets, rollout.chunk_states, run.rng, rollout.labels,
+                     rollout.teacher_weight)
+    rollout.timing["learn"] += time.perf_counter() - tick
+    return losses
+
+
+def iteration_row(run: Run, rollout: Rollout, losses: dict, hooks: list[Hook]) -> dict:
+    """The iteration's log row (`_log_row`: throughput, reward, losses, the finished agents'
+    metrics), the hooks' columns after it; kept in the run's history."""
+    finished = np.concatenate(rollout.episodes) if rollout.episodes else np.zeros((0, len(METRIC_NAMES)))
+    row = _log_row(run.iteration, run.step, run.started, rollout.timing, rollout.valid, rollout.rewards, finished,
+                   losses)
+    for hook in hooks:
+        hook.extend_row(run, row)
+    run.history.append(row)
+    return row
+
+
+def save_iteration(run: Run, row: dict) -> None:
+    """The checkpoint first, then the log row: a kill in between leaves the row in the checkpoint,
+    and --resume writes it (`reconcile_log`); the log never runs ahead of the checkpoint."""
+    save_checkpoint(run.out / "checkpoint.pt", run.model, run.optimizer, run.args, run.step, run.iteration,
+                    run.config, run.rng, row)
+    _append_log(run.out, row)
+
+
+def finish(run: Run, hooks: list[Hook]) -> dict:
+    """Curves, the exported weights (OUT/weights.pt) and the run's summary."""
+    out = run.out
     curves(out)
     task_curves(out, read_log(out))
     weights = out / "weights.pt"
     if (out / "checkpoint.pt").exists():
-        checkpoint.export_weights(load_checkpoint(out / "checkpoint.pt"), weights, preset=args.extra.get("preset"))
-    summary = {"steps": step, "iterations": iteration, "parameters": parameter_count(model),
-               "history": history, "checkpoint": str(out / "checkpoint.pt"), "weights": str(weights), "model": model}
-    if league is not None:
-        league.plot()
-        summary["league"] = league.table()
+        checkpoint.export_weights(load_checkpoint(out / "checkpoint.pt"), weights,
+                                  preset=run.args.extra.get("preset"))
+    summary = {"steps": run.step, "iterations": run.iteration, "parameters": parameter_count(run.model),
+               "history": run.history, "checkpoint": str(out / "checkpoint.pt"), "weights": str(weights),
+               "model": run.model}
+    for hook in hooks:
+        hook.finish(summary)
     return summary
 
+
+def _resume(run: Run) -> None:
+    """Continue from OUT/checkpoint.pt: its weights, optimizer, step count and shuffle RNG, the logs
+    made to hold exactly its iterations (`reconcile_log`)."""
+    ckpt = load_checkpoint(run.out / "checkpoint.pt", run.args.device)
+    _check_resume(ckpt, run.model, run.config)
+    run.model.load_state_dict(ckpt["model"])
+    run.optimizer.load_state_dict(ckpt["optimizer"])
+    run.step, run.iteration = ckpt["step"], ckpt["iteration"]
+    if ckpt.get("rng") is not None:
+        run.rng.bit_generator.state = ckpt["rng"]
+    reconcile_log(run.out, run.iteration, ckpt.get("log_row"))
+
+
+# ------------------------------------------------------- optional features, as hooks (skip at first)
+class Hook:
+    """An optional feature of the loop. Each method is called at one point of an iteration, in the
+    order of `make_hooks`' list, and does nothing unless a feature overrides it."""
+
+    def rollout_start(self, run: Run, rollout: Rollout) -> None:
+        """Before the rollout's first tick."""
+
+    def before_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray) -> None:
+        """Tick `t`: the learner has acted on `obs` (the rows' agents: `ids`); the envs have not stepped."""
+
+    def play(self, played: np.ndarray, obs: dict[str, np.ndarray], ids: np.ndarray, alive: np.ndarray) -> np.ndarray:
+        """The actions the envs step with (given: the learner's, the no-op for empty rows)."""
+        return played
+
+    def after_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray,
+                   result: VecStep) -> None:
+        """Tick `t` has been stepped from `obs`: `result` holds its rewards, ends and next observation."""
+
+    def extend_row(self, run: Run, row: dict) -> None:
+        """Add columns to the iteration's log row (before it is checkpointed and written)."""
+
+    def logged(self, row: dict, step: int) -> None:
+        """The row has been checkpointed and written to the log."""
+
+    def close(self) -> None:
+        """Training stopped (always called, as the envs are closed)."""
+
+    def finish(self, summary: dict) -> None:
+        """Add to the run's summary."""
+
+
+def make_hooks(run: Run) -> list[Hook]:
+    """The optional features `run.args` asks for, built in this order (a league's and a teacher's
+    policies may draw on torch's RNG) and called in the order of the list."""
+    args, vec = run.args, run.vec
+    wandb_run = _wandb(args, run.config) if args.wandb else None
+    board = TensorBoardLog(run.out / "tensorboard") if args.tensorboard else None
+    opponents = Opponents(run.config, args.num_envs, args.seed) if run.league is not None else None
+    teaches = args.teacher and args.teacher_steps  # a teacher with no steps to teach is none
+    teacher = Teacher(run.config, args.teacher, args.num_envs, args.seed) if teaches else None
+    hooks: list[Hook | None] = [
+        TeacherHook(teacher, args) if teacher is not None else None,
+        TaskTallyHook(TaskTally(as_task_set(run.config.TASKS)), vec, run.learner) if args.tasks else None,
+        ResourceReward(args.resource_reward, vec) if args.resource_reward else None,
+        LeagueHook(run.league, opponents, run.learner) if run.league is not None else None,
+        LogHook(lambda row, step: wandb_run.log(row, step=step), wandb_run.finish) if wandb_run is not None else None,
+        LogHook(board.log, board.close) if board is not None else None,
+    ]
+    return [hook for hook in hooks if hook is not None]
+
+
+class TeacherHook(Hook):
+    """A scripted teacher's labels (`baselines.teacher`): while its weight (`teacher_weight`) is
+    above 0, it labels every learner row of every tick, and `_update` adds the imitation loss."""
+
+    def __init__(self, teacher: Teacher, args: Args) -> None:
+        self.teacher, self.args = teacher, args
+
+    def rollout_start(self, run: Run, rollout: Rollout) -> None:
+        rollout.teacher_weight = teacher_weight(self.args, run.step)
+        if rollout.teacher_weight > 0:
+            rollout.labels = np.tile(UNLABELLED, (*rollout.valid.shape, 1))
+
+    def before_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray) -> None:
+        if rollout.labels is not None:
+            tick = time.perf_counter()
+            rollout.labels[t] = self.teacher.label(obs, ids, rollout.valid[t])
+            rollout.timing["teacher"] += time.perf_counter() - tick
+
+    def after_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray,
+                   result: VecStep) -> None:
+        self.teacher.new_episodes(result.truncated)  # a new episode is a new map: its memories start over
+
+
+class TaskTallyHook(Hook):
+    """With --tasks: the tasks dealt and completed (`baselines.task_log`), as log columns."""
+
+    def __init__(self, tally: TaskTally, vec: VectorEnv, learner: np.ndarray) -> None:
+        self.tally, self.vec, self.learner = tally, vec, learner
+
+    def before_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray) -> None:
+        self.tally.slots(self.vec.buffers["task_index"], self.learner)
+
+    def after_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray,
+                   result: VecStep) -> None:
+        self.tally.ended(result.episode_tasks[self.learner[result.episode_rows]])
+
+    def extend_row(self, run: Run, row: dict) -> None:
+        row.update(self.tally.row())
+
+
+class ResourceReward(Hook):
+    """Shaping (`Args.resource_reward`): a reward per unit of food and water gained by the same agent
+    (not a newcomer), and not on a tick it attacked: loot taken from a victim must not pay, or agents
+    learn to kill neighbours (an agent truncated at the horizon is replaced by the next episode's,
+    maybe of the same id)."""
+
+    def __init__(self, coef: float, vec: VectorEnv) -> None:
+        self.coef, self.vec = coef, vec
+
+    def before_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray) -> None:
+        self.supplies = _supplies(obs)  # before the step: the envs write their next observation in place
+
+    def after_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray,
+                   result: VecStep) -> None:
+        same = (self.vec.buffers["agent_id"] == ids) & ~result.terminated & ~result.truncated
+        peaceful = rollout.actions[t][:, 2] == obs["target_mask"].shape[1] - 1
+        gained = np.maximum(_supplies(result.obs) - self.supplies, 0).sum(axis=1)
+        rollout.rewards[t] += self.coef * gained * same * peaceful
+
+
+class LeagueHook(Hook):
+    """Population play (`baselines.league`): each rollout every env draws an opponent that plays
+    its odd slots (`run.learner` is False there); after it, the matches are rated and the learner's
+    SR is logged (``league_sr``), a snapshot of it joining the pool every `snapshot_every` iterations."""
+
+    def __init__(self, league: League, opponents: Opponents, learner: np.ndarray) -> None:
+        self.league, self.opponents, self.learner = league, opponents, learner
+
+    def rollout_start(self, run: Run, rollout: Rollout) -> None:
+        self.members = self.league.sample(run.args.num_envs)
+        self.opponents.play(self.members)
+        self.deaths = np.zeros(run.vec.rows)
+
+    def play(self, played: np.ndarray, obs: dict[str, np.ndarray], ids: np.ndarray, alive: np.ndarray) -> np.ndarray:
+        return np.where(self.learner[:, None], played, self.opponents.opponent_actions(obs, ids, alive))
+
+    def after_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray,
+                   result: VecStep) -> None:
+        self.opponents.new_episodes(result.truncated)  # a new episode is a new map: bots' memories start over
+        self.deaths += result.terminated
+
+    def extend_row(self, run: Run, row: dict) -> None:
+        row["league_sr"] = _league_iteration(self.league, self.members, self.deaths, self.learner, run.vec.slots,
+                                             run.iteration, run.model, run.optimizer, run.args, run.step, run.config)
+
+    def finish(self, summary: dict) -> None:
+        self.league.plot()
+        summary["league"] = self.league.table()
+
+
+class LogHook(Hook):
+    """Each log row sent to another logger too (wandb, TensorBoard: `Args.wandb`, `Args.tensorboard`)."""
+
+    def __init__(self, log: Callable[[dict, int], None], close: Callable[[], None]) -> None:
+        self._log, self._close = log, close
+
+    def logged(self, row: dict, step: int) -> None:
+        self._log(row, step)
+
+    def close(self) -> None:
+        self._close()
+
+
+# ------------------------------------------------------------------------------- the helpers
 
 def warm_start(model: Policy, spec: str) -> None:
     """Copy the weights of `spec` (``baseline:NAME`` or ``ckpt:PATH``) into `model`, tensor by
     tensor (ValueError naming a tensor whose shape differs). The one difference allowed is the
     task input: a source without one gives the fuse layer's task columns zero weight, so the model
     computes what the source did until training moves them."""
-    from baselines.policy import baseline_class, checkpoint_class
-
     scheme, _, rest = spec.partition(":")
     resolve = {"baseline": baseline_class, "ckpt": checkpoint_class}.get(scheme)
     if resolve is None:

@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=10)
     args = parser.parse_args()
     import nmmo
-    from evaluation.sandbox import Limits, close_worker, start_worker
+    from evaluation.sandbox.host import Limits, close_worker, start_worker
 
     config = nmmo.config.load("tournament")
     seconds, sandboxed = [], None

@@ -9,7 +9,7 @@ Usage: python benchmarks/bench_scale.py [--config train_small] [--envs 2 8 16] [
 Every row steps a `VectorEnv` of K envs with random valid moves for --steps steps after a
 10-step warm-up and reports env-steps/s (K x steps / seconds) and agent-steps/s (rows x steps /
 seconds), best and median of --repeats, the repeats of all rows interleaved (this VM drifts).
-Engines: "fused" (K worlds in one set of tables, `nmmo.envs.fused`) and "loop" (K `Env`s one after
+Engines: "fused" (K worlds in one set of tables, `nmmo.engines.fused`) and "loop" (K `Env`s one after
 another); the last column is a fused row's throughput over the loop row's with the same K,
 backend and workers (medians). Backends: in-process (workers 0), worker processes with shared
 memory, and Ray actors (local Ray with this machine's cores unless --ray-address); the "Ray /
@@ -55,7 +55,7 @@ def time_steps(config, num_envs: int, workers: int, backend: str, steps: int, ra
                engine: str | None) -> tuple[float, float]:
     """(wall seconds, this process's CPU seconds) of one `VectorEnv.step`, means over `steps` steps
     after a warm-up."""
-    from nmmo.envs.vector import VectorEnv
+    from nmmo.engines.vector import VectorEnv
 
     rng = np.random.default_rng(0)
     engine_arg = {} if engine is None else {"engine": engine}
@@ -105,7 +105,7 @@ def main() -> None:
     config = load_config(args.config)
     startup = None
     if "ray" in args.backends or args.tournament_episodes:
-        from nmmo.envs import distributed
+        from nmmo.engines import distributed
 
         start = time.perf_counter()
         distributed.init(args.ray_address)  # once, timed apart: every Ray row below reuses it

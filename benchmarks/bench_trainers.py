@@ -2,7 +2,7 @@
 
 The env-side table (first, or alone with ``--env-side``) steps ``--env-config`` (``train_small``,
 64 agents a world) with ``--env-worlds`` (4) worlds in this process, a plain loop of random valid
-actions, in four forms: the engine's vector env (`nmmo.envs.vector.VectorEnv`, workers=0: the
+actions, in four forms: the engine's vector env (`nmmo.engines.vector.VectorEnv`, workers=0: the
 fused engine), the trainer form (`nmmo.integrations.parallel_env`, one PettingZoo ParallelEnv a
 world, stepped one after another), the native PufferLib env (`nmmo.integrations.pufferlib.
 NativeEnv`) and PufferLib's emulation of the trainer form (`nmmo.integrations.pufferlib.vec_env`,
@@ -178,7 +178,7 @@ class Sampler:
 
 
 def arm_vector(config, worlds: int, sample: Sampler):
-    from nmmo.envs.vector import VectorEnv
+    from nmmo.engines.vector import VectorEnv
 
     vec = VectorEnv(config, num_envs=worlds, seed=0, workers=0)
     obs = vec.reset()  # views of the buffers, rewritten in place by every step

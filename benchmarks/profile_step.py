@@ -18,13 +18,14 @@ from rich.console import Console
 from rich.table import Table
 
 import nmmo
+from nmmo.core.obs import ObservationBuilder
 from nmmo.core.systems import combat, movement, npc, resource, spawn
 from nmmo.envs import env as env_module
 
 STAGES = [
     (npc, "decide"), (resource, "update"), (resource, "regrow_forests"), (combat, "resolve"),
     (movement, "resolve"), (spawn, "respawn_players"), (spawn, "spawn_npcs"), (spawn, "remove_dead"),
-    (env_module.Env, "_parse_actions"), (env_module.Env, "_observe"), (env_module.Env, "_dict_outputs"),
+    (env_module.Env, "_parse_actions"), (ObservationBuilder, "observe"), (env_module.Env, "_dict_outputs"),
     (env_module.Env, "_obs_dicts"),
 ]
 

@@ -114,7 +114,7 @@ def serve_viewer(*, replay: str | Path | None = None, replay_dir: str | Path | N
         if replay and Path(replay).parent.resolve() != directory.resolve():
             raise ValueError(f"--replay {replay} is not inside --replay-dir {directory}")
         if replay:
-            from nmmo.io.replay import ReplayError, decoded_bytes, read_header
+            from nmmo.replays.replay import ReplayError, decoded_bytes, read_header
 
             read_header(replay)  # a clear error now beats a blank viewer later
             if decoded_bytes(replay) > max_replay_mb * 2**20:

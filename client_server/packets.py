@@ -1,6 +1,6 @@
 """Viewer packets (docs/viewer_protocol.md): a header once, then delta-encoded tick packets.
 
-Frames are `nmmo.io.replay.capture` dicts (one array per field, one entry per entity slot), so live
+Frames are `nmmo.replays.replay.capture` dicts (one array per field, one entry per entity slot), so live
 runs and replays encode the same way. A tick packet lists, column by column, only the entities
 whose fields changed since the previous frame, the ids that disappeared, the tiles that changed,
 and this tick's attacks. Runs with tasks also send the task fields (`sent_fields`) and, in the
@@ -20,7 +20,7 @@ import numpy as np
 
 from client_server.protocol import SPEED_RANGE
 from nmmo.core.enums import MATERIAL_COLORS, Material
-from nmmo.io.replay import FIELDS, NO_VALUE, TASK_FIELDS, VALUE_SCALE, quantize
+from nmmo.replays.replay import FIELDS, NO_VALUE, TASK_FIELDS, VALUE_SCALE, quantize
 
 PROTOCOL_VERSION = 1
 #: Fields sent per entity (the frame's `alive` and `damage` stay server-side) in a run without tasks.

@@ -1,6 +1,6 @@
 """Replays as the server holds them: decoded once per file, shared by every viewer, off the event loop.
 
-`ReplayCache.get(path)` returns the decoded `nmmo.io.replay.Replay` of a file, decoding it at most
+`ReplayCache.get(path)` returns the decoded `nmmo.replays.replay.Replay` of a file, decoding it at most
 once per version of the file (path, size and modification time) however many viewers open it.
 Memory is bounded by bytes, not by count (a small file can decode to a gigabyte):
 
@@ -27,7 +27,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from nmmo.io.replay import Replay, ReplayError, load_replay, read_header
+from nmmo.replays.replay import Replay, ReplayError, load_replay, read_header
 
 #: Default limit on a replay's decoded arrays (a 1024-tick Large replay decodes to about 600 MiB).
 MAX_REPLAY_MB = 1024

@@ -28,7 +28,7 @@ from client_server.packets import dumps, tick_packet
 from client_server.protocol import CommandError, error_frame, parse_command
 from client_server.replays import MAX_REPLAY_MB, REPLAY_CACHE_MB, ReplayCache, listing
 from client_server.sessions import LiveSession, LiveViewer, ReplayViewer
-from nmmo.io.replay import ReplayError, read_header
+from nmmo.replays.replay import ReplayError, read_header
 
 WEB_DIST = Path(__file__).resolve().parent / "web" / "dist"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.replay$")

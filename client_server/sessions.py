@@ -4,7 +4,7 @@
 - `LiveSession`: one shared simulation (an env driven by a policy) ticking at a chosen rate in a
   worker thread; every `LiveViewer` gets the same packets through its own queue.
 
-Built-in overlays come from `nmmo.envs.overlays.builtin_heatmap` for both, so a live run and its replay
+Built-in overlays come from `nmmo.replays.overlays.builtin_heatmap` for both, so a live run and its replay
 show the same picture. Sessions only read the engine's state; they never change it. A run with tasks
 (a replay whose header has ``tasks``, a live env made with tasks) also sends the task fields and the
 task names, and offers the ``tasks done`` overlay. A run of a minigame sends its state with every
@@ -26,7 +26,7 @@ from fastapi import WebSocket
 from client_server import packets
 from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
 from client_server.protocol import CommandError
-from nmmo.envs.overlays import VALUE_BLANK, add_completions, add_visits, blank_note, builtin_heatmap, builtin_names
+from nmmo.replays.overlays import VALUE_BLANK, add_completions, add_visits, blank_note, builtin_heatmap, builtin_names
 
 #: Built-in overlays change every tick; viewers get them again at most this often (seconds).
 BUILTIN_REFRESH_S = 1.0
@@ -54,9 +54,9 @@ def replay_overlays(replay) -> list[str]:
 def replay_overlay(replay, name: str, tick: int, visits: np.ndarray | None,
                    completions: np.ndarray | None = None) -> tuple[np.ndarray, float, float] | None:
     """A replay's overlay at `tick`: recorded user overlays, or a built-in computed from its frame
-    by `nmmo.envs.overlays.builtin_heatmap`, as the live env computes it (`visits` and `completions`:
+    by `nmmo.replays.overlays.builtin_heatmap`, as the live env computes it (`visits` and `completions`:
     the counts up to `tick`)."""
-    from nmmo.io.replay import quantize
+    from nmmo.replays.replay import quantize
 
     if name in replay.overlay_names:
         return replay.overlay_at(name, tick)
@@ -241,7 +241,7 @@ class LiveSession:
         """For a policy with value estimates (`last_values`, as trained checkpoints have) a "value
         landscape" overlay (`_paint_landscape`) and a "value" overlay: the mean estimate per tile
         this episode (`ValueMap`, returned); None otherwise."""
-        from nmmo.envs.overlays import ValueMap
+        from nmmo.replays.overlays import ValueMap
 
         if not isinstance(getattr(self.policy, "last_values", None), dict):
             return None

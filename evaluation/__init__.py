@@ -5,7 +5,7 @@
 - `save_results` / `load_results`: JSON + CSV result files that round-trip and say how to reproduce.
 
 Submissions (``file.py:Class``, ``pkg.module:Class``) run in worker processes with a per-tick
-time budget; see `evaluation.submission` and docs/evaluation.md.
+time budget, in the sandbox (`evaluation.sandbox`); see `evaluation.submission` and docs/evaluation.md.
 """
 
 from evaluation.metrics import LABELS, METRICS, aggregate, aggregate_by_policy

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from evaluation.faults import require_answers
 from evaluation.metrics import GAME_METRICS, RANKING_METRICS, TASK_INPUTS
 from evaluation.rating import ANCHOR
-from evaluation.sandbox import Limits
+from evaluation.sandbox.host import Limits
 from evaluation.tables import (
     fault_text,
     metric_table,
@@ -46,9 +47,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from evaluation.results import save_results
     from evaluation.tournament import evaluate
 
-    results = evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
-                       workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
-                       progress=not args.quiet, tasks=args.tasks, task_input=args.task_input, **ray_options(args))
+    inputs = list(dict.fromkeys(args.task_input))  # own shuffled: the same episodes once per input, compared
+
+    def run(task_input: str) -> dict:
+        return evaluate(args.config, args.policy, ticks=args.ticks, episodes=args.episodes, seed=args.seed,
+                        workers=args.workers, time_budget=args.time_budget, limits=limits_from(args),
+                        progress=not args.quiet, tasks=args.tasks, task_input=task_input, **ray_options(args))
+
+    results = run(inputs[0])
+    if len(inputs) > 1:
+        results["task_inputs"] = task_inputs_compared(results, {i: run(i) for i in inputs[1:]})
     console = wide_console()
     faults = results["faults"][args.policy]
     measured = not all_faults(faults)  # a table of idle agents' numbers must not pass for a result
@@ -58,6 +66,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             from evaluation.task_results import task_table
 
             print_table(console, task_table(results["tasks"]))
+        if "task_inputs" in results:
+            print_table(console, task_input_table(results["task_inputs"]))
         if "team_metrics" in results:
             print_table(console, team_table(results))
     if any(faults[k] for k in ("exception", "timeout", "malformed")):
@@ -101,6 +111,40 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
                       highlight=False, markup=False)
     require_answers(results)  # a policy that never acted: the leaderboard does not measure it
     return 0
+
+
+def task_inputs_compared(first: dict, others: dict[str, dict]) -> dict:
+    """Completion per episode under each task input, and each other input's paired difference from
+    the first (the same episodes: seeds, maps, spawns and task draws)."""
+    from evaluation.task_results import episode_completion, paired
+
+    name = first["settings"]["task_input"]
+    rates = {name: episode_completion(first["tasks"]), **{k: episode_completion(r["tasks"]) for k, r in others.items()}}
+    return {"completion": rates,
+            "paired": {f"{name} - {k}": paired(rates[name], rates[k]) for k in others}}
+
+
+def task_input_table(compared: dict) -> Table:
+    """Each task input's completion (mean over episodes) and each paired difference with its interval."""
+    from evaluation.metrics import t_interval
+
+    table = Table(title="task completion per task input (episode by episode on the same episodes; mean "
+                        "[95 % t interval over episodes])")
+    for column in ("task input", "episodes", "completion"):
+        table.add_column(column, justify="left" if column == "task input" else "right")
+
+    def cell(mean: float | None, low: float | None, high: float | None, sign: str = "") -> str:
+        if mean is None:
+            return "-"
+        return f"{mean:{sign}.3f}" + ("" if low is None else f" [{low:{sign}.3f}, {high:{sign}.3f}]")
+
+    for name, rates in compared["completion"].items():
+        kept = [r for r in rates if r is not None]
+        mean, low, high = t_interval(kept)
+        table.add_row(name, str(len(kept)), cell(None if not kept else mean, low, high))
+    for name, diff in compared["paired"].items():
+        table.add_row(f"{name}, paired", str(diff["n"]), cell(diff["mean"], diff["low"], diff["high"], "+"))
+    return table
 
 
 def _check_tournament(args: argparse.Namespace) -> None:
@@ -221,10 +265,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     help="give every agent a task from this task set (a shipped name: foraging, exploration, "
                          "combat, npc_hunting, team, heldout; or a .toml / .json file) and report completion and "
                          "progress per task and tag")
-    ev.add_argument("--task-input", choices=TASK_INPUTS, default="own",
+    ev.add_argument("--task-input", choices=TASK_INPUTS, nargs="+", default=["own"],
                     help="with --tasks: what the policy's task input holds: each agent's own task, or (shuffled, an "
                          "ablation: does the policy use its task?) another task of the episode's; completion is "
-                         "scored on the agent's own task either way")
+                         "scored on the agent's own task either way. Several (own shuffled): the same episodes "
+                         "are played once per input, and the table compares each to the first episode by episode "
+                         "(a paired 95 %% t interval); the main tables are the first input's")
     ev.set_defaults(func=_cmd_eval, interrupted=_eval_interrupted)
 
     tour = add_command(subparsers, "tournament", "policies share one world; TrueSkill SR leaderboard (anchor: "

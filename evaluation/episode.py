@@ -28,7 +28,7 @@ import numpy as np
 
 import nmmo
 from evaluation.metrics import GAME_METRICS, METRICS, TASK_METRICS, aggregate_by_policy, lifetime_matrix, policy_means
-from evaluation.sandbox import Limits, end_of_episode
+from evaluation.sandbox.host import Limits, end_of_episode
 from evaluation.submission import START_METHOD, Faults, is_trusted, make_handle
 from evaluation.task_deal import deal_tasks
 from evaluation.value_overlays import ValueOverlays
@@ -37,8 +37,8 @@ from nmmo import console
 from nmmo.config import Config
 from nmmo.core.actions import NO_OP_ROW
 from nmmo.core.layout import ObsBatch
+from nmmo.engines.process import die_with_parent
 from nmmo.envs.outcomes import BatchStep
-from nmmo.envs.process import die_with_parent
 
 BACKENDS = ("process", "ray")
 
@@ -354,7 +354,7 @@ class RayEpisodePool:
     pure function of its task, the result is the one the lost actor would have returned."""
 
     def __init__(self, workers: int, address: str | None = None, max_attempts: int = 3) -> None:
-        from nmmo.envs import distributed
+        from nmmo.engines import distributed
 
         self.ray = distributed.init(address)
         distributed.check_capacity(self.ray, workers)

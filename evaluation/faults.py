@@ -1,15 +1,14 @@
-"""What went wrong with a policy in a tournament: fault records, and short texts describing them.
+"""What went wrong with a policy in a tournament: fault records.
 
 Faults are counted per tick and per policy, by kind (`FAULT_KINDS`), with the first few distinct
-messages kept; a fault message never grows with what a submission returned (`preview`).
+messages kept; a fault message never grows with what a submission returned (the sandbox's
+`evaluation.sandbox.texts.preview` bounds it).
 """
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 FAULT_KINDS = ("exception", "timeout", "malformed")
@@ -93,18 +92,3 @@ def require_answers(results: Mapping[str, Any]) -> None:
     raise ValueError(f"{summaries}: never acted (could not start, or every call failed), so {its} agents only "
                      f"stood idle and no metric measures {it}" + (f"; first fault: {first}" if first else ""))
 
-
-def preview(value: Any, limit: int = 80) -> str:
-    """Repr cut short: fault messages must stay small whatever a submission returns."""
-    try:
-        text = repr(value)
-    except Exception as err:  # noqa: BLE001 - a hostile __repr__ must not break reporting
-        text = f"<unprintable {type(value).__name__}: {type(err).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def error_text(err: BaseException) -> str:
-    """Exception type, message and the innermost frame: enough to fix a submission, and short."""
-    frames = traceback.extract_tb(err.__traceback__)
-    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
-    return f"{type(err).__name__}: {preview(str(err), 200)}{where}"

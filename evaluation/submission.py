@@ -4,7 +4,7 @@ Trusted policies, the registered names (`trusted_specs`: ``random``, ``idle``, `
 each shipped bot, ``baseline:NAME`` for each shipped baseline), run in-process (`InProcessPolicy`).
 Everything else (a ``pkg.module:Class``, ``path/file.py:Class``, ``path/folder:Class`` or ``ckpt:PATH``
 submission) runs
-in a bounded worker process (`SubprocessPolicy`, over `evaluation.sandbox`) and must answer each
+in a bounded worker process (`SubprocessPolicy`, over `evaluation.sandbox.host`) and must answer each
 tick within a time budget. When a policy raises, returns something malformed or does not answer in
 time, its agents idle that tick and the fault is counted by kind (`evaluation.faults`); a worker
 that timed out, died or broke the channel is killed and restarted (a fresh ``Policy(config)`` with
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from evaluation import namespaces
-from evaluation.channel import ChannelClosed, ChannelError, ChannelTimeout
-from evaluation.faults import FAULT_KINDS, Faults, error_text, preview  # noqa: F401 - Faults, FAULT_KINDS re-exported
-from evaluation.sandbox import (
+from evaluation.faults import FAULT_KINDS, Faults  # noqa: F401 - Faults, FAULT_KINDS re-exported
+from evaluation.sandbox import namespaces
+from evaluation.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout
+from evaluation.sandbox.host import (
     Limits,
     Worker,
     check_spec_in_worker,
@@ -37,6 +37,7 @@ from evaluation.sandbox import (
     send_observations,
     start_worker,
 )
+from evaluation.sandbox.texts import error_text, preview
 from nmmo.config import Config
 from nmmo.core.actions import UNREADABLE_ROW, action_rows, rows_in_space, rows_to_actions
 from nmmo.core.layout import ObsBatch, from_dicts

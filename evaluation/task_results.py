@@ -38,13 +38,37 @@ def _summary(results: Sequence[EpisodeResult], chosen: np.ndarray, owner: int | 
 
 
 def task_report(results: Sequence[EpisodeResult], task_set: TaskSet, owner: int | None = None) -> dict[str, Any]:
-    """{"set": name, "tasks": {task: summary}, "tags": {tag: summary}} (see the module notes), over
-    the lifetimes of policy index `owner` (None: every lifetime)."""
+    """{"set": name, "tasks": {task: summary}, "tags": {tag: summary}, "episodes": [...]} (see the
+    module notes), over the lifetimes of policy index `owner` (None: every lifetime). "episodes" has
+    each episode's lifetimes and completion rate (None: no lifetime), in episode order, so two runs
+    of the same episodes can be compared episode by episode (`paired`)."""
     n = len(task_set)
     tasks = {spec.name: _summary(results, np.arange(n) == i, owner) for i, spec in enumerate(task_set)}
     tags = sorted({tag for spec in task_set for tag in spec.tags})
     by_tag = {tag: _summary(results, np.array([tag in spec.tags for spec in task_set]), owner) for tag in tags}
-    return {"set": task_set.name, "source": task_set.source, "tasks": tasks, "tags": by_tag}
+    episodes = []
+    for result in sorted(results, key=lambda r: r.index):
+        rows = result.tasks if result.tasks is not None else np.zeros((0, 4))
+        rows = rows[result.owners == owner] if owner is not None and len(rows) else rows
+        episodes.append({"lives": len(rows), "completion": float(rows[:, 2].mean()) if len(rows) else None,
+                         "progress": float(rows[:, 1].mean()) if len(rows) else None})
+    return {"set": task_set.name, "source": task_set.source, "tasks": tasks, "tags": by_tag, "episodes": episodes}
+
+
+def paired(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str, Any]:
+    """Mean and 95 % t interval of a - b over the positions where both have a value: a paired
+    comparison of two runs of the same episodes (the same seeds, maps, spawns and task draws), which
+    removes what the episodes share from the comparison."""
+    if len(a) != len(b):
+        raise ValueError(f"paired values need the same episodes: {len(a)} against {len(b)}")
+    differences = [x - y for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    mean, low, high = t_interval(differences)
+    return {"mean": None if np.isnan(mean) else mean, "low": low, "high": high, "n": len(differences)}
+
+
+def episode_completion(report: dict[str, Any]) -> list[float | None]:
+    """Each episode's completion rate from a `task_report` (None: no lifetime held a task)."""
+    return [episode["completion"] for episode in report["episodes"]]
 
 
 def _cell(stat: dict[str, Any]) -> str:

@@ -46,7 +46,7 @@ from evaluation.metrics import (
     check_metric,
 )
 from evaluation.rating import ANCHOR, BETA, Ratings, all_way_ties, episode_ranks, history_entry, payoff_table
-from evaluation.sandbox import Limits
+from evaluation.sandbox.host import Limits
 from evaluation.submission import Faults, check_private, check_spec
 from evaluation.task_results import task_report
 from nmmo import config as config_module

@@ -17,7 +17,7 @@ class ValueOverlays:
     `every` ticks, which keeps replays small (each refresh stores a map-sized layer)."""
 
     def __init__(self, env: nmmo.Env, handles: list, every: int = 16) -> None:
-        from nmmo.envs.overlays import ValueMap
+        from nmmo.replays.overlays import ValueMap
 
         self.env, self.every = env, every
         self.policies = [p for p, handle in enumerate(handles) if getattr(handle, "last_values", None) is not None]
@@ -39,7 +39,7 @@ class ValueOverlays:
     def add(self, seen: list, tick: int) -> None:
         """Add this tick's estimates of each policy's agents (`seen`: what each policy observed); the
         overlay appears with the first estimates, so a replay shows it from its first tick."""
-        from nmmo.envs.overlays import VALUE_BLANK
+        from nmmo.replays.overlays import VALUE_BLANK
 
         for p in self.policies:
             self.maps[p].add_observed(seen[p], self.handles[p].last_values or {})

@@ -10,8 +10,8 @@ from nmmo.core import world
 from nmmo.core.actions import ActionError
 from nmmo.core.enums import Direction, EntityAttr, Material, NPCType, Skill, Style, TileAttr
 from nmmo.core.rules import team_spirit
+from nmmo.engines.vector import VectorEnv
 from nmmo.envs.env import BatchStep, Env
-from nmmo.envs.vector import VectorEnv
 
 __version__ = "0.1.0"
 

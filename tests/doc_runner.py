@@ -28,6 +28,10 @@ test checks that the page holds the current tables; rewrite them with::
 
     python -m tests.doc_runner --write-config-table
 
+Likewise the table of built-in predicates in ``docs/tasks.md`` (between ``<!-- predicates:start -->``
+and ``<!-- predicates:end -->``) is `nmmo.tasks.registry.predicate_table`; ``--write-predicate-table``
+rewrites it.
+
 ``python -m tests.doc_runner [PAGE ...]`` runs pages (default: all of them) from the command line
 and prints how long each block took.
 """
@@ -58,6 +62,7 @@ FILE_MARKER = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->$")
 MARKER = re.compile(r"^<!--\s*(run|file:.*)\s*-->$")
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 TABLE_START, TABLE_END = "<!-- config-keys:start -->", "<!-- config-keys:end -->"
+PREDICATES_START, PREDICATES_END = "<!-- predicates:start -->", "<!-- predicates:end -->"
 BASH_TIMEOUT_S = 300
 PAGE_TIMEOUT_S = 600
 
@@ -271,24 +276,45 @@ def config_key_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def section_in_page(text: str, start_marker: str = TABLE_START, end_marker: str = TABLE_END,
+                    page: str = "docs/concepts.md") -> str:
+    """The generated text between two markers of a page's text (DocError when they are missing)."""
+    start, end = text.find(start_marker), text.find(end_marker)
+    if start < 0 or end < start:
+        raise DocError(f"{page} has no {start_marker} ... {end_marker} section")
+    return text[start + len(start_marker):end].strip("\n") + "\n"
+
+
 def config_table_in_page(text: str) -> str:
     """The table between the config-keys markers of a page's text."""
-    start, end = text.find(TABLE_START), text.find(TABLE_END)
-    if start < 0 or end < start:
-        raise DocError(f"docs/concepts.md has no {TABLE_START} ... {TABLE_END} section")
-    return text[start + len(TABLE_START):end].strip("\n") + "\n"
+    return section_in_page(text)
+
+
+def predicate_table_in_page(text: str) -> str:
+    """The table between the predicates markers of a page's text (docs/tasks.md)."""
+    return section_in_page(text, PREDICATES_START, PREDICATES_END, "docs/tasks.md")
+
+
+def predicate_table() -> str:
+    """The built-in predicates' table, as `nmmo.tasks.registry` makes it from the classes."""
+    from nmmo.tasks.registry import predicate_table as table
+
+    return table()
+
+
+def write_section(page: Path, new: str, start_marker: str = TABLE_START, end_marker: str = TABLE_END) -> bool:
+    """Rewrite the generated text between two markers of `page`; True when it changed."""
+    text = page.read_text()
+    if section_in_page(text, start_marker, end_marker, str(page.relative_to(ROOT))) == new:
+        return False
+    start, end = text.find(start_marker) + len(start_marker), text.find(end_marker)
+    page.write_text(text[:start] + "\n" + new + text[end:])
+    return True
 
 
 def write_config_table(page: Path = DOCS / "concepts.md") -> bool:
     """Rewrite the generated table in `page`; True when it changed."""
-    text = page.read_text()
-    old = config_table_in_page(text)
-    new = config_key_table()
-    if old == new:
-        return False
-    start, end = text.find(TABLE_START) + len(TABLE_START), text.find(TABLE_END)
-    page.write_text(text[:start] + "\n" + new + text[end:])
-    return True
+    return write_section(page, config_key_table())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pages", nargs="*", type=Path, help="pages to run (default: every page in PAGES)")
     parser.add_argument("--write-config-table", action="store_true", help="regenerate the tables in docs/concepts.md")
     parser.add_argument("--config-table", action="store_true", help="print the generated config key tables")
+    parser.add_argument("--write-predicate-table", action="store_true",
+                        help="regenerate the built-in predicates' table in docs/tasks.md")
     parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)  # one page, in this process
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -304,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.write_config_table:
         print("docs/concepts.md: " + ("tables rewritten" if write_config_table() else "tables already current"))
+        return 0
+    if args.write_predicate_table:
+        changed = write_section(DOCS / "tasks.md", predicate_table(), PREDICATES_START, PREDICATES_END)
+        print("docs/tasks.md: " + ("table rewritten" if changed else "table already current"))
         return 0
     if args.in_process:
         (page,) = args.pages

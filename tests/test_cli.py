@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nmmo.cli import main
-from nmmo.io.replay import load_replay
+from nmmo.replays.replay import load_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 
 
 from nmmo.cli import main
-from nmmo.io.replay import load_replay
+from nmmo.replays.replay import load_replay
 
 
 def test_set_changes_keys_typed_as_toml_and_names_what_is_wrong(capsys):

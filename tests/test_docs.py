@@ -18,6 +18,8 @@ from tests.doc_runner import (
     config_key_table,
     config_table_in_page,
     extract_blocks,
+    predicate_table,
+    predicate_table_in_page,
     run_page_isolated,
 )
 
@@ -41,6 +43,23 @@ def test_config_key_table_is_current():
     page = DOCS / "concepts.md"
     assert config_table_in_page(page.read_text()) == config_key_table(), (
         "docs/concepts.md's config key tables are out of date: run python -m tests.doc_runner --write-config-table")
+
+
+def test_predicate_table_is_made_from_the_classes():
+    """docs/tasks.md's table of built-in predicates is `nmmo.tasks.registry.predicate_table`; a
+    predicate whose `differences` or `params` change (planted here) no longer matches the page."""
+    from nmmo.tasks.core import Param
+    from nmmo.tasks.registry import BUILTINS
+    from nmmo.tasks.registry import predicate_table as table_of
+
+    page = predicate_table_in_page((DOCS / "tasks.md").read_text())
+    assert page == predicate_table(), (
+        "docs/tasks.md's predicate table is out of date: run python -m tests.doc_runner --write-predicate-table")
+    assert len(page.splitlines()) == 2 + len(BUILTINS)
+    last = BUILTINS[-1]
+    for planted in ({"differences": last.differences + " (planted)"}, {"params": (*last.params, Param("x", "int"))}):
+        changed = type(last.__name__, (last,), planted)
+        assert table_of((*BUILTINS[:-1], changed)) != page
 
 
 def test_markers_and_fences():

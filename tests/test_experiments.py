@@ -7,6 +7,7 @@ episodes; the tests check that the files are written and well-formed, not what t
 import json
 import struct
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -189,40 +190,48 @@ def test_gradient_steps_follow_live_agent_steps_and_the_note_flags_unequal_rates
     assert "cap 4: 8.00" in note and "cap 256: 40.00" in note
 
 
-def test_tasks_experiment_compares_conditioned_and_blind_agents_on_heldout_tasks(tmp_path, capsys):
+def test_tasks_experiment_compares_conditioned_blind_and_shuffled_agents_on_heldout_tasks(tmp_path, capsys):
     from baselines.experiments import tasks
     from baselines.policy import CheckpointPolicy
 
-    out = tmp_path / "tasks"
-    assert main(["experiment", "tasks", "--config", write(tmp_path, ALL_SYSTEMS), "--seeds", "0", "--rows", "16",
-                 "--eval-episodes", "1", "--out", str(out), *TINY]) == 0
+    out, tiny = tmp_path / "tasks", write(tmp_path, ALL_SYSTEMS)
+    assert main(["experiment", "tasks", "--config", tiny, "--eval-config", tiny, "--seeds", "0", "--rows", "16",
+                 "--eval-episodes", "2", "--out", str(out), *TINY]) == 0
     assert "Task generalization" in capsys.readouterr().out
     saved = json.loads((out / "tasks.json").read_text())
-    assert saved["command"].startswith("nmmo experiment tasks ") and "--curriculum edge" in saved["command"]
+    assert saved["command"].startswith("nmmo experiment tasks ") and "--train-tasks directed" in saved["command"]
     assert saved["reward"].startswith("tasks: ") and "no -1 at death" in saved["reward"]  # this config's key
-    assert "imitation of scripted:Combat" in saved["reward"] and "--teacher scripted:Combat" in saved["command"]
+    assert "imitation of scripted:Follower" in saved["reward"] and "--init baseline:small" in saved["command"]
     assert set(saved["runs"]) == {"conditioned-seed0", "blind-seed0"}
     for key, entry in saved["runs"].items():
         blind = key.startswith("blind")
-        assert "--tasks train --task-curriculum edge" in entry["train_command"]
-        assert "--teacher scripted:Combat --teacher-steps 1000000" in entry["train_command"]  # both arms alike
+        assert "--tasks directed" in entry["train_command"] and "--init baseline:small" in entry["train_command"]
+        assert "--teacher scripted:Follower --teacher-steps 1200000" in entry["train_command"]  # both arms alike
         assert ("--task-blind" in entry["train_command"]) == blind
-        policy = CheckpointPolicy(tasks.config_module.resolve(write(tmp_path, ALL_SYSTEMS)), path=entry["checkpoint"])
+        policy = CheckpointPolicy(tasks.config_module.resolve(tiny), path=entry["checkpoint"])
         assert ("task_dim" in policy.model.kwargs) != blind  # the blind network has no task input
         evaluation = entry["eval"]
-        assert evaluation["tasks"] == "heldout" and sum(evaluation["lives"]) >= 8
-        assert set(evaluation["report"]["tags"]) >= {"heldout", "foraging", "combat"}
-        assert 0 <= evaluation["completion"][0] <= 1 and evaluation["train_curve"]
-    rows = saved["summary"]["rows"]
-    assert [r["arm"] for r in rows] == ["conditioned", "blind"] and rows[0]["completion"]["n"] == 1
-    assert saved["summary"]["verdict"][-1].startswith(("Not shown", "Shown"))
-    # the reference (baseline:small, never trained on tasks) plays the same held-out episodes
-    assert saved["reference"]["spec"] == "baseline:small" and saved["reference"]["map_seeds"] == evaluation["map_seeds"]
-    assert set(saved["summary"]["versus_reference"]) == {"conditioned", "blind"}
-    verdict = saved["summary"]["verdict"]
-    assert any("baseline:small held-out completion on the same episodes" in line for line in verdict)
+        assert evaluation["tasks"] == "heldout" and len(evaluation["completion"]) == 2 and sum(evaluation["lives"]) >= 8
+        assert set(evaluation["report"]["tags"]) >= {"heldout", "style", "gather"}
+        assert ("shuffled" in evaluation) != blind  # the conditioned checkpoint also reads other agents' tasks
+        assert evaluation["train_curve"]
+    # every run and reference played the same held-out episodes
+    plays = [e["eval"] for e in saved["runs"].values()] + [saved["runs"]["conditioned-seed0"]["eval"]["shuffled"]]
+    plays += list(saved["references"].values())
+    assert len({json.dumps(p["map_seeds"]) + json.dumps(p["seeds"]) for p in plays}) == 1
+    assert set(saved["references"]) == {"scripted:Follower", "baseline:small"}
+    summary = saved["summary"]
+    assert [r["arm"] for r in summary["rows"]] == ["conditioned", "blind", "conditioned, shuffled input"]
+    for key, (a, b) in (("conditioned_minus_blind", ("conditioned-seed0", None)),
+                        ("own_minus_shuffled", ("conditioned-seed0", "shuffled"))):
+        cond = saved["runs"][a]["eval"]["completion"]
+        other = (saved["runs"]["blind-seed0"]["eval"] if b is None else saved["runs"][a]["eval"][b])["completion"]
+        expected = np.mean([x - y for x, y in zip(cond, other, strict=True) if x is not None and y is not None])
+        assert summary[key]["pooled"]["mean"] == pytest.approx(expected)  # paired episode by episode
+    assert summary["verdict"][-1].startswith(("Not shown", "Shown"))
     assert min(png_size(out / "tasks.png")) > 100
     seen = []  # a resume trains nothing
-    budget = Budget(100, rows=16, eval_episodes=1, eval_ticks=8, progress=False)
-    again = tasks.run_tasks(write(tmp_path, ALL_SYSTEMS), (0,), budget, out, resume=True, on_run=seen.append)
-    assert seen == [] and again["summary"]["rows"] == rows
+    budget = Budget(100, rows=16, minibatch_agent_steps=1024, eval_episodes=2, eval_ticks=8, eval_seed=11,
+                    progress=False)
+    again = tasks.run_tasks(tiny, (0,), budget, out, resume=True, on_run=seen.append, eval_config=tiny)
+    assert seen == [] and again["summary"]["rows"] == summary["rows"]

@@ -1,4 +1,4 @@
-"""The fused engine (`nmmo.envs.fused`): K worlds in one set of tables give, byte for byte, what K lone
+"""The fused engine (`nmmo.engines.fused`): K worlds in one set of tables give, byte for byte, what K lone
 envs give for the same seeds and actions, through resets, combat, NPCs, respawns and deaths."""
 
 import numpy as np
@@ -7,9 +7,9 @@ import pytest
 import nmmo
 from nmmo import config as cfg
 from nmmo.core.rules import nobody_returns
-from nmmo.envs import fused
-from nmmo.envs.buffers import FINAL_PREFIX
-from nmmo.envs.vector import VectorEnv
+from nmmo.engines import fused
+from nmmo.engines.buffers import FINAL_PREFIX
+from nmmo.engines.vector import VectorEnv
 from nmmo.testing import check_state
 
 
@@ -163,7 +163,7 @@ def check_restore(config: cfg.Config, seeds: list[int], rng: np.random.Generator
     actions, and step both on: the same finished rows and buffers, byte for byte."""
 
     def block():
-        buffers = nmmo.envs.vector.allocate_buffers(config, len(seeds) * config.PLAYER_N)
+        buffers = nmmo.engines.vector.allocate_buffers(config, len(seeds) * config.PLAYER_N)
         return fused.FusedBlock(config, seeds, buffers, 0), buffers
 
     first, buffers = block()

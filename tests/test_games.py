@@ -9,6 +9,7 @@ import nmmo
 from nmmo.config import ConfigError, checks
 from nmmo.games import GAMES, HOLD_SCHEDULE
 from nmmo.games.battle import FOG_TICKS_PER_TILE
+from nmmo.games.core import by_name
 
 
 def put(env: nmmo.Env, slot: int, row: int, col: int) -> None:
@@ -36,6 +37,20 @@ def test_every_game_has_a_canonical_config_that_plays():
         nmmo.config.resolve("team_battle").set("GAME", "chess").validate()
     with pytest.raises(ValueError, match="brings its own team tasks"):
         nmmo.Env("team_battle", tasks="foraging")
+
+
+def test_the_games_are_built_from_the_config_list_and_a_mismatch_fails():
+    """`GAMES` follows `GAME_NAMES` (the config layer's one list); a name without a class, a class
+    the list lacks, or two classes of one name is an error at import, not a silent drift."""
+    classes = tuple(GAMES.values())
+    assert by_name(checks.GAME_NAMES, classes) == GAMES
+    chess = type("Chess", (classes[0],), {"name": "chess"})
+    with pytest.raises(ValueError, match=r"names without a class \['chess'\]"):
+        by_name((*checks.GAME_NAMES, "chess"), classes)
+    with pytest.raises(ValueError, match=r"classes not listed \['chess'\]"):
+        by_name(checks.GAME_NAMES, (*classes, chess))
+    with pytest.raises(ValueError, match="1 class\\(es\\) sharing a name"):
+        by_name(checks.GAME_NAMES, (*classes, classes[0]))
 
 
 def test_the_first_team_on_the_centre_wins_the_race_and_the_episode_ends():
@@ -138,7 +153,7 @@ def test_tournaments_play_every_episode_at_the_fixed_hold():
 
 
 def test_a_vector_env_mixes_games_for_a_generalist():
-    from nmmo.envs.vector import VectorEnv
+    from nmmo.engines.vector import VectorEnv
 
     mix = ",".join(GAMES)
     config = nmmo.config.resolve("race_to_centre").set("GAME_MIX", mix)
@@ -161,7 +176,7 @@ def test_a_game_passes_pettingzoos_parallel_api_test():
 
 def test_a_mix_keeps_the_training_settings_and_win_needs_a_game(tmp_path):
     from evaluation.tournament import run_tournament
-    from nmmo.envs.blocks import member_configs
+    from nmmo.engines.blocks import member_configs
 
     config = nmmo.config.resolve("race_to_centre").update(
         {"GAME_MIX": "race_to_centre,sandwich", "GAME_ADAPTIVE": True, "TASK_REWARD": 2.0, "PATH_MAPS": str(tmp_path)})
@@ -176,7 +191,7 @@ def test_a_mix_keeps_the_training_settings_and_win_needs_a_game(tmp_path):
 
 
 def test_a_replay_refuses_to_record_game_states_a_reader_would_refuse(tmp_path, monkeypatch):
-    from nmmo.io.replay import ReplayError
+    from nmmo.replays.replay import ReplayError
 
     env = nmmo.Env("race_to_centre", seed=0, record=True)
     env.reset()

@@ -133,6 +133,14 @@ def test_nmmo_has_no_import_cycle():
     assert [" -> ".join(cycle) for cycle in module_cycles(ROOT / "nmmo")] == []
 
 
+def test_no_other_package_has_an_import_cycle():
+    """As for nmmo, so for the packages above it: baselines.policy and baselines.ppo imported each
+    other (the trainer's `act` and `load_checkpoint`; one side inside a function) until `act` went to
+    baselines.model and the policy read checkpoints through baselines.checkpoint."""
+    cycles = {package: [" -> ".join(cycle) for cycle in module_cycles(ROOT / package)] for package in PACKAGES}
+    assert {package: found for package, found in cycles.items() if found} == {}
+
+
 def test_the_cycle_checker_sees_a_planted_cycle(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
@@ -147,12 +155,77 @@ def test_the_cycle_checker_sees_a_planted_cycle(tmp_path):
     assert module_cycles(package) == []
 
 
+# ------------------------------------------------------------- nmmo's sub-packages in one order
+#: nmmo's layers, lowest first: the sub-packages, the top-level modules and ``nmmo`` itself (its
+#: ``__init__``, the public facade). A module imports from its own layer and those below it, never
+#: from one above, so the layers form no cycle. Files only: io (atomic writes, bounded readers,
+#: PNG); the data: config (keys, checks) over configs (the shipped TOML); the game: core (state,
+#: systems, tick, observations); tasks and the games built on them; what a viewer shows: replays
+#: (frames, replay files, overlays, animations); one world as an env: envs; many: engines; then
+#: interfaces, integrations, the facade and the command line.
+LAYERS = ("io", "console", "configs", "config", "core", "testing", "policy", "tasks", "games", "replays", "envs",
+          "engines", "interfaces", "integrations", "nmmo", "cli", "__main__")
+
+
+def layer_of(module: str) -> str:
+    """The layer of an nmmo module: its sub-package, its own name at the top level, or ``nmmo``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layering_violations(package_dir: Path, layers: tuple[str, ...]) -> list[str]:
+    """Every import (module level or inside a function) of a module from a layer above its own, and
+    every module whose layer `layers` does not place."""
+    modules = module_names(package_dir)
+    rank = {layer: i for i, layer in enumerate(layers)}
+    found = [f"{name}: its layer {layer_of(name)!r} is not in the declared order" for name in sorted(modules)
+             if layer_of(name) not in rank]
+    for name, path in sorted(modules.items()):
+        for dependency in sorted(module_imports(name, path, modules)):
+            if rank.get(layer_of(dependency), -1) > rank.get(layer_of(name), len(layers)):
+                found.append(f"{name} imports {dependency} ({layer_of(name)} < {layer_of(dependency)})")
+    return found
+
+
+def test_nmmo_sub_packages_import_only_downward():
+    """nmmo's sub-packages form the declared order (`LAYERS`), hence no cycle between them."""
+    assert layering_violations(ROOT / "nmmo", LAYERS) == []
+
+
+def test_the_order_checker_sees_a_planted_violation(tmp_path):
+    package = tmp_path / "pkg"
+    for sub in ("low", "high"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from pkg.high import b\n")
+    (package / "high" / "b.py").write_text("from pkg.low.a import f\n")
+    (package / "low" / "a.py").write_text("def f():\n    from pkg.high import b\n")
+    assert layering_violations(package, ("low", "high", "pkg")) == ["pkg.low.a imports pkg.high.b (low < high)"]
+    (package / "low" / "a.py").write_text("def f():\n    pass\n")
+    assert layering_violations(package, ("low", "high", "pkg")) == []
+    (package / "new.py").write_text("")
+    assert layering_violations(package, ("low", "high", "pkg")) == [
+        "pkg.new: its layer 'new' is not in the declared order"]
+
+
+def test_the_sandbox_imports_nothing_of_the_tournament():
+    """evaluation.sandbox (the worker process, its channel, namespaces and cgroups) sits below the
+    tournament logic that uses it: none of its modules imports the rest of evaluation."""
+    modules = module_names(ROOT / "evaluation")
+    assert "evaluation.sandbox.host" in modules
+    offenders = {name: sorted(dep for dep in module_imports(name, path, modules) if layer_of(dep) != "sandbox")
+                 for name, path in modules.items() if layer_of(name) == "sandbox"}
+    assert {name: deps for name, deps in offenders.items() if deps} == {}
+
+
 # ----------------------------------------------------------------- one definition per rule
 RULES = ROOT / "nmmo" / "core" / "rules.py"
 #: Names that nmmo/core/rules.py defines; anywhere else they may be imported, never bound anew.
 RULE_NAMES = {"DELTAS", "STEPS", "WALKABLE", "DIRECTION_DELTAS", "chebyshev", "reaches", "may_attack", "danger",
               "edge_danger", "danger_map", "enterable", "is_frozen", "freeze_left", "nobody_returns", "team_spirit",
               "ring_tiles", "min_spawn_distance", "window_offsets", "water_adjacent", "flat_neighbours"}
+#: Rules on config keys alone, which the config checks need below nmmo.core: their one home, by name.
+CONFIG_RULES = {ROOT / "nmmo" / "config" / "spawning.py": frozenset({"min_spawn_distance"})}
 MOVE_DELTAS = {(-1, 0), (1, 0), (0, 1), (0, -1), (0, 0)}
 
 
@@ -167,17 +240,19 @@ def _constant_pair(node: ast.AST) -> tuple[int, int] | None:
     return pair if all(type(value) is int for value in pair) else None
 
 
-def rule_copies(path: Path) -> list[str]:
+def rule_copies(path: Path, own: frozenset[str] = frozenset()) -> list[str]:
     """What a module recomputes of nmmo/core/rules.py: a rule name bound at module level or as a
-    function, a literal table of move deltas, a literal list of the walkable materials."""
+    function, a literal table of move deltas, a literal list of the walkable materials (`own`: the
+    rule names whose home the module is)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
+    names = RULE_NAMES - own
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, ast.AnnAssign) else []
-        found += [f"binds {t.id}" for t in targets if isinstance(t, ast.Name) and t.id in RULE_NAMES]
+        found += [f"binds {t.id}" for t in targets if isinstance(t, ast.Name) and t.id in names]
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in RULE_NAMES:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
             found.append(f"defines {node.name}()")
         elif isinstance(node, (ast.List, ast.Tuple)):
             pairs = [_constant_pair(element) for element in node.elts]
@@ -208,7 +283,8 @@ def test_each_rule_has_one_definition_in_nmmo_rules():
     offenders = {}
     for package in (*PACKAGES, "benchmarks", "tests"):
         for path in (ROOT / package).rglob("*.py"):
-            found = rule_copies(path) if path not in (RULES, Path(__file__)) else []
+            own = CONFIG_RULES.get(path, frozenset())
+            found = rule_copies(path, own) if path not in (RULES, Path(__file__)) else []
             if package == "tests":  # tests build maps and tables by hand; only the no-op row has one home there too
                 found = [item for item in found if item.startswith("a no-op row")]
             if found:
@@ -250,5 +326,6 @@ def test_importing_nmmo_installs_no_import_hook_and_old_paths_are_gone():
 
     code = ("import sys; before = list(sys.meta_path); import nmmo, nmmo.integrations, nmmo.cli; "
             "assert sys.meta_path == before, sys.meta_path; import importlib.util as u; "
-            "assert u.find_spec('nmmo.vector') is None and u.find_spec('nmmo.env') is None")
+            "assert u.find_spec('nmmo.vector') is None and u.find_spec('nmmo.env') is None and "
+            "u.find_spec('nmmo.io.replay') is None and u.find_spec('nmmo.envs.vector') is None")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

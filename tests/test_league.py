@@ -11,7 +11,7 @@ import nmmo  # noqa: E402
 from baselines.league import LEARNER, League, Member, Opponents  # noqa: E402
 from baselines.ppo import read_log, train  # noqa: E402
 from nmmo.core.actions import NO_OP_ROW  # noqa: E402
-from nmmo.envs.vector import VectorEnv  # noqa: E402
+from nmmo.engines.vector import VectorEnv  # noqa: E402
 from scripted.bots import Forage  # noqa: E402
 
 from .test_train import tiny_args  # noqa: E402

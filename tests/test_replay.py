@@ -8,7 +8,7 @@ import pytest
 import nmmo
 import scripted
 from nmmo.core.enums import Event
-from nmmo.envs.overlays import (
+from nmmo.replays.overlays import (
     BUILTIN_BLANK,
     USER_BLANK,
     VALUE_BLANK,
@@ -19,7 +19,7 @@ from nmmo.envs.overlays import (
     builtin_names,
     value_heatmap,
 )
-from nmmo.io.replay import VERSION, ReplayError, capture, load_replay
+from nmmo.replays.replay import VERSION, ReplayError, capture, load_replay
 
 
 def recorded_run(tmp_path, ticks=60):
@@ -161,7 +161,7 @@ def test_value_map_accumulates_a_running_mean_and_fills_unvisited_tiles_with_the
 
 
 def test_an_older_replay_counts_the_fields_it_lacks_in_its_decoded_size(tmp_path):
-    from nmmo.io.replay import decoded_bytes
+    from nmmo.replays.replay import decoded_bytes
 
     path, frames, *_ = recorded_run(tmp_path, ticks=10)
     with np.load(path) as archive:
@@ -203,7 +203,7 @@ def test_a_replay_with_tasks_carries_the_task_set_and_every_agents_task(tmp_path
             assert np.array_equal(replay.frame(tick)[name], frame[name]), (tick, name)
     last = replay.frame(replay.ticks)
     assert np.array_equal(last["task"][:n], env.tasks.task[:n]) and (last["task"][n:] == -1).all()  # NPC rows: none
-    step = env._task_step
+    step = env.tasking.step
     assert np.array_equal(last["task_progress"][:n], np.rint(step.progress * 1000).astype(np.int16))
     assert np.array_equal(last["task_done"][:n], step.completed.astype(np.int8)) and last["task_done"].any()
     assert (replay.fields["task_progress"] >= 0).all() and (replay.fields["task_progress"] <= 1000).all()
@@ -327,7 +327,7 @@ def test_a_hostile_game_header_is_refused_and_a_file_without_game_states_loads(t
 def test_game_states_that_would_swell_in_memory_count_against_the_limit(tmp_path):
     """A small file of many empty frames (`{}` parses to a 64-byte dict) is refused by `max_bytes`
     before anything is parsed, and a loaded replay counts its game states at their parsed size."""
-    from nmmo.io.replay import decoded_bytes, games_memory
+    from nmmo.replays.replay import decoded_bytes, games_memory
 
     _, path, _ = recorded_game_run(tmp_path, ticks=3)
     with np.load(path) as archive:
@@ -365,7 +365,7 @@ def test_a_replay_whose_entities_stand_off_the_map_is_refused(tmp_path):
 def test_value_estimates_are_recorded_on_the_frame_the_policy_saw(tmp_path):
     """`env.record_values` stores each agent's estimate (in thousandths) on the frame it was given on,
     the frame the policy acted on; other rows (NPCs, other agents) and older files hold NO_VALUE."""
-    from nmmo.io.replay import NO_VALUE, VALUE_SCALE
+    from nmmo.replays.replay import NO_VALUE, VALUE_SCALE
 
     env = nmmo.Env(nmmo.config.load("small_maps").set("PLAYER_N", 8).set("HORIZON", 10), seed=1, record=True)
     env.reset()

@@ -7,7 +7,7 @@ import pytest
 import nmmo
 from nmmo.cli import main
 from nmmo.core.render import overlay_rgb, upscale
-from nmmo.io.replay import load_replay
+from nmmo.replays.replay import load_replay
 
 Image = pytest.importorskip("PIL.Image")
 

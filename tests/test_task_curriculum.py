@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nmmo.core.actions import NO_OP_ROW
-from nmmo.envs.vector import VectorEnv
+from nmmo.engines.vector import VectorEnv
 from nmmo.tasks.sampling import EdgeSampler, curriculum_sampler
 from tests.test_fused import dying, random_actions, respawning
 

@@ -61,6 +61,15 @@ def test_choices_are_one_hot_and_coordinates_linear_in_tiles():
     assert version_of(276) == 1 and embedding_size(2) == 730
 
 
+def test_the_writers_fill_the_widths_the_observation_layout_declares():
+    """`nmmo.core.layout` sizes the Task field without importing `nmmo.tasks` (which sits above it):
+    its table of widths and the versions' writers must agree."""
+    from nmmo.core.layout import TASK_WIDTHS
+    from nmmo.tasks.embedding import VERSIONS
+
+    assert TASK_WIDTHS == EMBEDDING_SIZES and set(TASK_WIDTHS) == set(VERSIONS)
+
+
 def test_the_config_key_chooses_the_observations_version():
     config = nmmo.config.load("train_small").set("HORIZON", 4)
     for version in (1, 2):
@@ -72,14 +81,23 @@ def test_the_config_key_chooses_the_observations_version():
         config.set("TASK_EMBEDDING", 3)
 
 
-def test_baseline_tasks_trained_on_version_1_plays_the_same_on_version_2():
-    from baselines.policy import baseline_class
+def test_a_network_trained_on_version_1_plays_the_same_on_version_2(tmp_path):
+    """A checkpoint whose task input is version 1's width (as the first baseline:tasks was) plays
+    on version 2's observations: each vector rewritten as version 1's, the same actions on either."""
+    import torch
+
+    from baselines import checkpoint, model
+    from baselines.policy import checkpoint_class
 
     config = nmmo.config.load("train_small").set("HORIZON", 8).set("TASKS", "heldout_v1")
+    torch.manual_seed(0)
+    network = model.Policy(side=2 * config.PLAYER_VISION_RADIUS + 1, task_dim=embedding_size(1))
+    path = checkpoint.save(tmp_path / "v1.pt", {"model": network.state_dict(), "model_kwargs": network.kwargs,
+                                                "step": 0})
     actions = []
     for version in (1, 2):
         world = config.set("TASK_EMBEDDING", version)
-        env, policy = nmmo.Env(world, seed=3), baseline_class("tasks")(world, seed=0)
+        env, policy = nmmo.Env(world, seed=3), checkpoint_class(str(path))(world, seed=0)
         env.reset(seed=3)
         batch = env.observations()
         assert batch["task"].shape[1] == embedding_size(version)

@@ -11,7 +11,7 @@ from nmmo.core.enums import Event, Material, NPCType, Skill, Style
 from nmmo.core.realm import Realm
 from nmmo.core.systems import combat, events, resource
 from nmmo.core.world import get_map
-from nmmo.envs.vector import VectorEnv
+from nmmo.engines.vector import VectorEnv
 from nmmo.tasks import TaskState, load_task_set, task_set_from_data
 from nmmo.tasks.events import event_column, life_totals, tick_events
 

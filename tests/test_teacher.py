@@ -12,7 +12,7 @@ import nmmo  # noqa: E402
 from baselines.model import NEG  # noqa: E402
 from baselines.ppo import read_log, teacher_weight, train  # noqa: E402
 from baselines.teacher import Teacher, imitation_loss  # noqa: E402
-from nmmo.envs.vector import VectorEnv  # noqa: E402
+from nmmo.engines.vector import VectorEnv  # noqa: E402
 from scripted.bots import Forage  # noqa: E402
 from scripted.memory import UNKNOWN  # noqa: E402
 from tests.test_train import tiny_args  # noqa: E402

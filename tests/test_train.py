@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 import nmmo  # noqa: E402
 from baselines.model import Policy, parameter_count  # noqa: E402
 from baselines.ppo import Args, load_checkpoint, read_log, train  # noqa: E402
-from nmmo.envs.vector import VectorEnv  # noqa: E402
+from nmmo.engines.vector import VectorEnv  # noqa: E402
 
 
 def tiny_args(out, **overrides):
@@ -60,7 +60,7 @@ def test_checkpoint_plays_as_a_policy_and_paints_a_value_overlay(tmp_path):
     replay = tmp_path / "value.replay"
     assert main(["run", "--config", "train_small", "--policy", spec, "--ticks", "6", "--record", str(replay),
                  "--value-overlay"]) == 0
-    loaded = nmmo.io.replay.load_replay(replay)
+    loaded = nmmo.replays.replay.load_replay(replay)
     heat, low, high = loaded.overlay_at("value", 6)
     assert low < high and (heat == 0).mean() > 0.9  # unvisited tiles (most of the map) hold the lowest mean
 

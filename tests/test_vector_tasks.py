@@ -4,8 +4,8 @@ progress, embeddings and lifetime outcomes, byte for byte, through deaths, respa
 import numpy as np
 import pytest
 
-from nmmo.envs.buffers import TASK_FIELDS
-from nmmo.envs.vector import VectorEnv
+from nmmo.engines.buffers import TASK_FIELDS
+from nmmo.engines.vector import VectorEnv
 from tests.test_fused import LoneEnvs, check_killed_actor, check_restore, outputs, random_actions, respawning
 
 

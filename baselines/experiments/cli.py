@@ -21,8 +21,8 @@ from nmmo.cli.tables import print_table
 
 #: Flags of every experiment that go into the command line recorded in the results file.
 RECORDED = ("config", "games", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "teacher",
-            "teacher_steps", "seeds", "steps",
-            "minutes", "rows", "minibatch_agent_steps", "eval_episodes", "eval_ticks", "eval_seed", "out")
+            "teacher_steps", "init", "eval_config", "seeds", "steps", "minutes", "rows", "minibatch_agent_steps",
+            "eval_episodes", "eval_ticks", "eval_seed", "out")
 
 
 def budget_from(args: argparse.Namespace) -> Budget:
@@ -89,7 +89,8 @@ def _cmd_progression(args: argparse.Namespace) -> int:
 def _cmd_tasks(args: argparse.Namespace) -> int:
     results = tasks.run_tasks(args.config, _seeds(args), budget_from(args), args.out, args.resume, command_line(args),
                               train_tasks=args.train_tasks, heldout=args.heldout, curriculum=args.curriculum,
-                              teacher=args.teacher, teacher_steps=args.teacher_steps)
+                              teacher=args.teacher, teacher_steps=args.teacher_steps, init=args.init,
+                              eval_config=args.eval_config)
     return _report(results, tasks.table, args.out, "tasks", args.quiet)
 
 
@@ -170,7 +171,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                      "tasks (TASK_CURRICULUM; '' by the specs' weights); the same for both arms")
     gen.add_argument("--teacher", default=tasks.TEACHER, help="a policy spec both arms imitate at first ('': none)")
     gen.add_argument("--teacher-steps", type=int, default=tasks.TEACHER_STEPS, help="agent-steps over which the "
-                     "imitation weight falls from 1 to 0")
+                     "imitation weight falls from 1 to 0 (linearly; longer than --steps: it never reaches 0)")
+    gen.add_argument("--init", default=tasks.INIT, help="the weights both arms start from (baseline:NAME or "
+                     "ckpt:PATH; '': from scratch)")
+    gen.add_argument("--eval-config", default=tasks.EVAL_CONFIG, help="the world of the held-out episodes "
+                     "(nmmo eval's --config)")
+    gen.set_defaults(rows=tasks.ROWS, minibatch_agent_steps=tasks.MINIBATCH_AGENT_STEPS, eval_ticks=tasks.EVAL_TICKS,
+                     eval_seed=tasks.EVAL_SEED)
     gen.set_defaults(func=_cmd_tasks, interrupted=_interrupted)
     mini = add_command(group, "games", "minigames: a specialist per game and one generalist across them, each on the "
                        "same agent-steps; their win rate against random teams in each game, beside the scripted bots")

@@ -17,24 +17,31 @@ from typing import Any
 
 import numpy as np
 
+from baselines.args import Args, field_docs
+
+#: The PPO hyper-parameters the hand-written loops share with ``nmmo train``: their defaults and help
+#: are `baselines.args.Args`'s, one home, so that the same flag means the same number in every loop.
+SHARED = ("epochs", "minibatches", "lr", "gamma", "gae_lambda", "clip", "ent_coef", "vf_coef", "max_grad_norm")
+
 
 @dataclass(frozen=True)
 class PPOSettings:
     """CleanRL's PPO hyperparameters, sized for trainers_small on a CPU. `steps` counts env steps
     per world and rollout (each is worlds x seats agent-steps); a rollout is cut into `minibatches`
-    for each of `epochs` passes. `hidden` and `layers` size the MLPs."""
+    for each of `epochs` passes. `hidden` and `layers` size the MLPs. The fields of `SHARED` take
+    `Args`'s defaults."""
 
-    steps: int = 64
-    epochs: int = 2
-    minibatches: int = 4
-    lr: float = 3e-4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip: float = 0.2
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    hidden: int = 128
+    steps: int = Args.rollout_len
+    epochs: int = Args.epochs
+    minibatches: int = Args.minibatches
+    lr: float = Args.lr
+    gamma: float = Args.gamma
+    gae_lambda: float = Args.gae_lambda
+    clip: float = Args.clip
+    ent_coef: float = Args.ent_coef
+    vf_coef: float = Args.vf_coef
+    max_grad_norm: float = Args.max_grad_norm
+    hidden: int = 128  # the recipes' MLP width (nmmo train's LSTM: Args.hidden, 64)
     layers: int = 2
 
 
@@ -102,9 +109,12 @@ def tensorboard_dir(args: argparse.Namespace) -> Path | None:
 
 
 def add_settings(p: argparse.ArgumentParser) -> None:
-    """One ``--<field>`` option per `PPOSettings` field, defaulting to the dataclass's value."""
+    """One ``--<field>`` option per `PPOSettings` field, defaulting to the dataclass's value; a
+    `SHARED` one's help is ``nmmo train``'s (the `Args` field's docstring)."""
+    docs = field_docs()
     for field in fields(PPOSettings):
-        p.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default), default=field.default)
+        p.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default), default=field.default,
+                       help=docs[field.name] if field.name in SHARED else None)
 
 
 def settings_from(args: argparse.Namespace) -> PPOSettings:

@@ -82,7 +82,7 @@ def train(config: Config | str = DEFAULT_CONFIG, agent_steps: int = 20_000, seed
     log = log or (lambda line: print(line, flush=True))
     started = not ray.is_initialized()
     if started:
-        from nmmo.envs import distributed
+        from nmmo.engines import distributed
         distributed.init()
     try:
         with common.one_thread_seeded(seed):  # batches of 8 rows: more threads only contend with the env

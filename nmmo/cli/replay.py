@@ -1,5 +1,5 @@
 """`nmmo replay export FILE --gif OUT` (and ``--mp4 OUT`` where ffmpeg is installed): a replay as
-an animation for a paper or a README, drawn by `nmmo.io.export` (the picture ``env.render()``
+an animation for a paper or a README, drawn by `nmmo.replays.export` (the picture ``env.render()``
 returns, upscaled, with an overlay on request)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ MAX_REPLAY_MB = 1024
 def _cmd_export(args: argparse.Namespace) -> int:
     from nmmo import console as progress_module
     from nmmo.cli import console
-    from nmmo.io.export import Export, auto_scale, check_export, frames, tick_range, write_gif, write_mp4
-    from nmmo.io.replay import load_replay
+    from nmmo.replays.export import Export, auto_scale, check_export, frames, tick_range, write_gif, write_mp4
+    from nmmo.replays.replay import load_replay
 
     replay = load_replay(args.file, max_bytes=args.max_replay_mb * 2**20)
     plan = Export(tick_range(replay.ticks, args.start, args.stop, args.stride),

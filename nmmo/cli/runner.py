@@ -23,8 +23,8 @@ def simulate(config, policy_spec: str, ticks: int, seed: int, progress: bool = T
     import nmmo
     from nmmo import console
     from nmmo.envs.landscape import paint_landscape
-    from nmmo.envs.overlays import VALUE_BLANK, ValueMap
     from nmmo.policy import display_names, load_policy_class
+    from nmmo.replays.overlays import VALUE_BLANK, ValueMap
 
     config.set("HORIZON", max(config.HORIZON, ticks))
     env = nmmo.Env(config, seed=seed, record=record is not None)

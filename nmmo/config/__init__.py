@@ -12,8 +12,9 @@ system are prefixed by its name (``RESOURCE_``, ``COMBAT_``, ``PROGRESSION_``, `
 settable when that system is on. Capacities (map size, populations, observation rows) live in the
 base class and the presets; rules (damage, regeneration, XP rates) live in the mixins.
 
-Canonical tasks are TOML files in ``nmmo/configs/`` (``configs/`` at the top of the checkout links there) and
-load with `load`, by name (``"small_maps"``) or by path.
+This package is the code; the data it reads is apart: the canonical configs and task sets are
+TOML files in ``nmmo/configs/`` (the ``nmmo.configs`` package, plural; ``configs/`` at the top of
+the checkout links there), loaded with `load`, by name (``"small_maps"``) or by path.
 
 The package: `keys` declares every key (the data), `checks` the rules between keys, `files` the loaders.
 """

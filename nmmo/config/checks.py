@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nmmo.core.rules import min_spawn_distance
+from nmmo.config.spawning import min_spawn_distance
 
 if TYPE_CHECKING:
     from nmmo.config.keys import Config
@@ -17,7 +17,8 @@ class ConfigError(ValueError):
 
 #: Most agent ids an episode may issue (`possible_agents` lists them all).
 MAX_AGENT_IDS = 2**22
-#: The minigames (`nmmo.games.GAMES` has one class per name; a test keeps the two in step).
+#: The minigames' names: their one list, kept here, below the games, so that the config checks GAME
+#: without importing them (`nmmo.games.GAMES` is built from it and refuses a name without a class).
 GAME_NAMES = ("race_to_centre", "king_of_the_hill", "team_battle", "protect_the_king", "sandwich")
 
 

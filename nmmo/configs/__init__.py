@@ -1,1 +1,4 @@
-"""Canonical task configs (TOML). Installed as ``nmmo.configs``; load them with ``nmmo.config.load``."""
+"""Data, not code: the shipped config files (``*.toml``, one canonical config each) and task sets
+(``tasks/*.toml``), installed inside the wheel as ``nmmo.configs`` (``configs/`` at the top of the
+checkout links here). The code that declares, checks and loads them is `nmmo.config`; load one by
+name with ``nmmo.config.load("small_maps")``."""

@@ -158,6 +158,12 @@ def clean_action(agent: Any, action: Any) -> dict[str, dict[str, int]]:
     return out
 
 
+def no_actions(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The per-entity-row (directions, styles, targets) arrays of a tick where nobody acts: stay, no attack."""
+    return (np.full(capacity, STAY, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
+            np.full(capacity, -1, dtype=np.int64))
+
+
 def apply_indices(obs: Observations, state: State, config: Config, slots: np.ndarray, indices: np.ndarray,
               out: tuple[np.ndarray, np.ndarray, np.ndarray], agent_ids: list | None = None) -> dict:
     """Check each slot's (direction, style, target index) row of `indices` against the ranges and

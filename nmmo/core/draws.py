@@ -1,7 +1,7 @@
 """Random draws of the systems, for one world or for many worlds held in one set of tables.
 
 A lone env draws from one `numpy.random.Generator` in a fixed order. The fused engine
-(`nmmo.envs.fused`) holds K worlds in one set of tables, each world with its own Generator, and gives
+(`nmmo.engines.fused`) holds K worlds in one set of tables, each world with its own Generator, and gives
 world k exactly the draws a lone env with world k's seed would make: the same calls, sized by that
 world's own entities, in the same order. The systems draw through the helpers below, which call
 the Generator directly for a lone world (one call, as before) and hand the entity rows to

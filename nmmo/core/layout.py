@@ -23,7 +23,6 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.core.enums import Direction, EntityAttr, Style, TileAttr
-from nmmo.tasks.embedding import embedding_size
 
 N_ENTITY_ATTRS = len(EntityAttr)
 N_TILE_ATTRS = len(TileAttr)
@@ -73,10 +72,15 @@ FIELDS: list[Field] = [
     Field("target_mask", ("ActionTargets", "Attack", "Target"), lambda c: (c.PLAYER_N_OBS + 1,),
           np.dtype(np.int8), mask=True),
 ]
+#: Floats of the ``Task`` field per task-embedding version (the config key TASK_EMBEDDING). The
+#: layout owns the widths, so that it needs nothing from `nmmo.tasks`, which sits above it; the
+#: writers in `nmmo.tasks.embedding` fill exactly these (tests/test_task_embedding.py).
+TASK_WIDTHS = {1: 276, 2: 730}
+
+
 def _task_shape(config: Config) -> tuple[int, ...] | None:
-    """The task embedding's length when the config has tasks (`nmmo.tasks.embedding`: fixed per
-    version, the config's TASK_EMBEDDING)."""
-    return (embedding_size(config.TASK_EMBEDDING),) if config.has_tasks() else None
+    """The task embedding's length when the config has tasks (`TASK_WIDTHS` of its TASK_EMBEDDING)."""
+    return (TASK_WIDTHS[config.TASK_EMBEDDING],) if config.has_tasks() else None
 
 
 FIELDS.append(Field("task", ("Task",), _task_shape, np.dtype(np.float32),
@@ -92,7 +96,7 @@ def fields(config: Config) -> list[Field]:
 
 def layout(config: Config) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """Per-agent shape and dtype of each observation array: the buffers of the batched API, of
-    `nmmo.envs.vector`, of a batch and of the env's observation space."""
+    `nmmo.engines.vector`, of a batch and of the env's observation space."""
     return {f.name: (f.shape(config), f.dtype) for f in fields(config)}
 
 

@@ -96,6 +96,16 @@ class ObservationBuilder:
             self._clear(buffer, slots)
         return buffer
 
+    def observe(self, state: State, live: np.ndarray, died: np.ndarray, source: object) -> Observations:
+        """Fresh buffers with the observations of `live` agents and the final ones of agents that
+        `died` this tick (they see themselves on their last tile), computed fields from `source`."""
+        out = self.acquire(np.concatenate([live, died]))
+        feats = self.entity_features(state)
+        self.build(state, live, out, feats)
+        self.build(state, died, out, feats, died=True)
+        self.fill(out, source, np.concatenate([live, died]))
+        return out
+
     def refill(self, out: Observations, state: State, live: np.ndarray, died: np.ndarray) -> None:
         """Build the observations of `live` agents, and the final ones of agents that `died` this
         tick, into `out` again (the fused engine keeps one buffer set: its vector env's arrays),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmmo.core.state import State
 from nmmo.core.world import material_rgb
 
 PLAYER_RGB, NPC_RGB = (255, 255, 255), (0, 0, 0)
@@ -28,6 +29,13 @@ def entities_rgb(material: np.ndarray, rows: np.ndarray, cols: np.ndarray, is_pl
     colours = np.where(np.asarray(is_player, dtype=bool)[:, None], PLAYER_RGB, NPC_RGB).astype(np.uint8)
     image[rows, cols] = colours
     return image
+
+
+def state_rgb(state: State) -> np.ndarray:
+    """`entities_rgb` of the state tables: the map by material, players white and NPCs black."""
+    ent = state.entities
+    alive = np.flatnonzero(ent.alive)
+    return entities_rgb(state.tiles.material, ent.row[alive], ent.col[alive], alive < ent.n_players)
 
 
 def colormap() -> np.ndarray:

@@ -1,11 +1,11 @@
 """Rules used by more than one system or client, each defined once here.
 
-Geometry (move deltas, Chebyshev distance, attack reach, the spawn ring and how far apart it keeps
-teams, sight windows in distance order, which tiles touch water), which tiles can be walked or entered,
-who may attack whom (friendly fire), how dangerous a tile is (NPC kinds and levels, the danger
-overlay), when an entity is frozen, and when an emptied episode is over. The systems, the
-observation builder, the overlays and the scripted bots import them from here; nothing
-recomputes them.
+Geometry (move deltas, Chebyshev distance, attack reach, the spawn ring, sight windows in distance
+order, which tiles touch water), which tiles can be walked or entered, who may attack whom (friendly
+fire), how dangerous a tile is (NPC kinds and levels, the danger overlay), when an entity is frozen,
+and when an emptied episode is over. The systems, the observation builder, the overlays and the
+scripted bots import them from here; nothing recomputes them. How far apart the ring keeps teams is
+arithmetic on config keys alone, which the config checks need: `nmmo.config.spawning`, below this.
 """
 
 from __future__ import annotations
@@ -115,20 +115,6 @@ def ring_tiles(low: int, high: int) -> np.ndarray:
     bottom = np.stack([np.full_like(span, high), span[::-1] + 1], axis=1)
     left = np.stack([span[::-1] + 1, np.full_like(span, low)], axis=1)
     return np.concatenate([top, right, bottom, left]).astype(np.int64)
-
-
-def min_spawn_distance(n: int, team_size: int, center: int) -> int:
-    """The smallest Chebyshev distance the spawn ring's placement (`nmmo.core.systems.spawn`) guarantees
-    between the starting tiles of players of different teams (1, distinct tiles, when it falls back
-    to ring length)."""
-    edge = center - 1
-    units = -(-n // team_size)
-    per_edge = -(-units // 4)
-    if per_edge * team_size > edge:
-        return 1
-    if units <= 1:
-        return 2 * edge  # a single unit: nobody to keep apart from
-    return edge // per_edge - (team_size - 1)
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,38 +1,6 @@
-"""`nmmo.Env`: the PettingZoo ParallelEnv over the realm, and a batched array API beside it.
-
-Agents: ints 1, 2, 3, ... in spawn order, never reused in an episode. Agent slots (rows of the
-batched arrays) are reused by the next id.
-
-Observation (per agent, `observation_space(agent)`): ``Tile`` ((2R+1)^2 x `TileAttr`, int16),
-``Entity`` (PLAYER_N_OBS x `EntityAttr`, int32; row 0 is the observer), ``ActionTargets`` masks
-{"Move": {"Direction": [5]}, "Attack": {"Style": [3], "Target": [PLAYER_N_OBS + 1]}} (int8),
-``AgentId`` and ``CurrentTick``.
-
-Action (per agent): ``{"Move": {"Direction": 0..4}, "Attack": {"Style": 0..2, "Target":
-0..PLAYER_N_OBS}}``, either part optional; Target indexes the agent's last Entity rows and the
-last index is the no-op. No mask is ever all zeros: with no target in reach every style is allowed
-and the no-op is the only target. Invalid sub-actions (out of range or masked) are dropped and
-counted in ``infos[agent]["invalid_actions"]``; an attack whose style and target each pass their
-mask but whose target is beyond that style's reach is dropped with
-``infos[agent]["attack_out_of_reach"] = 1`` (infos hold numbers; `info_details` adds the reasons);
-malformed actions raise ValueError naming agent and key. Stepping after the horizon raises.
-Actions for agents that already died are ignored; unknown ids raise ValueError.
-
-Rewards: -1 on death, else 0, unless `reward_fn` is given or `reward(agent_id)` is overridden;
-with REWARD_ACHIEVEMENT on, plus achievement points / 15 on the tick they are earned (reported
-in ``infos[agent]["achievement_points"]`` then, or whenever ``env.report_achievements`` is set);
-with PLAYER_TEAM_SPIRIT =
-alpha > 0 each reward becomes alpha * team mean + (1 - alpha) * own.
-
-Lifetime metrics arrive in ``infos[agent]["life"]`` when an agent dies or the episode ends (never
-under "episode", the key SB3 and gymnasium reserve).
-
-Global state (`state()`, `state_space`): for centralized critics, see `nmmo.envs.global_state`.
-
-The env's id is ``nmmo_v0`` (PettingZoo's versioned names): it changes when a trajectory for the
-same seed and actions would. The package's own version is ``nmmo.__version__``; CHANGELOG.md lists
-what changed.
-
+"""`nmmo.Env`: the PettingZoo ParallelEnv over the realm, and a batched array API beside it, built
+from the components beside it in `nmmo.envs`. What it promises (agents, observations, actions,
+rewards, lifetime metrics, its id) is `nmmo.envs`'s docstring.
 """
 
 from __future__ import annotations
@@ -48,27 +16,32 @@ from pettingzoo import ParallelEnv
 
 from nmmo import config as config_module
 from nmmo.config import Config
-from nmmo.core.actions import STAY, apply_indices, parse_actions
+from nmmo.core.actions import apply_indices, no_actions, parse_actions
 from nmmo.core.layout import ObsBatch, to_dicts
 from nmmo.core.obs import ObservationBuilder, Observations, slots_selector
 from nmmo.core.realm import Realm, TickResult
-from nmmo.core.world import get_map
+from nmmo.envs.episodes import Episodes
 from nmmo.envs.gaming import Gaming
 from nmmo.envs.outcomes import BatchStep, Outcomes
-from nmmo.envs.overlays import Overlays
 from nmmo.envs.spaces import Spaces
 from nmmo.envs.tasking import Tasking, TaskSource
-from nmmo.io.replay import Recorder, capture
+from nmmo.envs.viewing import Viewing
+from nmmo.replays.replay import capture
+from nmmo.tasks import TaskSet
 
 __all__ = ["BatchStep", "Env"]  # BatchStep lives in nmmo.envs.outcomes, with the rest of a step's accounting
 
 
-class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
-    """The game world as a PettingZoo ParallelEnv (agents, spaces and rewards: see the module notes).
+class Env(ParallelEnv):
+    """The game world as a PettingZoo ParallelEnv (agents, spaces and rewards: see `nmmo.envs`).
 
-    What each step gives the agents besides observations (rewards, terminations, infos, episode
-    metrics) is accounted by the `nmmo.envs.outcomes.Outcomes` mixin, and its spaces and global state
-    come from the `nmmo.envs.spaces.Spaces` mixin, whose methods are this class's.
+    The env advances the realm and observes it. It holds its components and calls them, handing each
+    the state tables it reads: ``episodes`` (seeds and maps, `nmmo.envs.episodes.Episodes`),
+    ``gaming`` (the minigame, `nmmo.envs.gaming.Gaming`), ``tasking`` (tasks,
+    `nmmo.envs.tasking.Tasking`), ``outcomes`` (rewards, infos, episode metrics,
+    `nmmo.envs.outcomes.Outcomes`), ``spaces`` (spaces and global state, `nmmo.envs.spaces.Spaces`)
+    and ``viewing`` (overlays and recording, `nmmo.envs.viewing.Viewing`). What clients read of them
+    keeps the names it had on the env (`task_status`, `game_winners`, `observation_space`, ...).
 
     Args:
         config: a `nmmo.config.Config`, a canonical config name ("small_maps"), a preset name or a
@@ -77,7 +50,7 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         reward_fn: optional ``f(env, agent_id) -> float`` replacing the default reward.
         log_fn: optional ``f(env, agent_id) -> dict`` whose scalars are added to the episode metrics.
         render_mode: None, or "rgb_array" for `render()` to return the map as an RGB image.
-        record: record the episode for `save_replay` (see `nmmo.io.replay`).
+        record: record the episode for `save_replay` (see `nmmo.replays.replay`).
         info_details: add the reasons for dropped sub-actions to infos as strings (by default infos
             hold numbers only).
         tasks: objectives as data (`nmmo.envs.tasking`): a shipped task set's name, a .toml / .json
@@ -86,6 +59,9 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
     """
 
     metadata = {"name": "nmmo_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
+    #: Optional ``f(task_set, task_indices) -> (n, embedding_size(config)) float32``: your own encoding of
+    #: each slot's task in the observation (default: `nmmo.tasks.embed` of the spec), read at each reset.
+    task_encoder: Callable[[TaskSet, np.ndarray], np.ndarray] | None = None
 
     def __init__(
         self,
@@ -99,13 +75,12 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         tasks: TaskSource = None,
     ) -> None:
         self.config = config_module.resolve(config).validate()
-        self._init_tasks(self._init_game(tasks))  # first: with tasks on, the env's config (a copy) names them
+        self.gaming = Gaming(self.config)
+        self._take_tasks(self.gaming.tasks(tasks))  # first: with tasks on, the env's config (a copy) names them
         self.render_mode = render_mode
         self.reward_fn = reward_fn
         self.log_fn = log_fn
-        self._seed = seed
-        self._np_random: np.random.Generator | None = None
-        self.episode_seed: int | None = None  # `reset(seed=env.episode_seed)` on a fresh env replays this episode
+        self.episodes = Episodes(self.config, seed)
         self.realm = Realm(self.config)
         self.n_slots = self.config.PLAYER_N
         self.n_obs = self.config.PLAYER_N_OBS
@@ -115,21 +90,25 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         self.agents: list[int] = []
         self._obs: Observations | None = None
         self._failure: str | None = None  # set when a step failed half-way: the env is unusable until reset
-        self._spaces: tuple[gymnasium.spaces.Dict, gymnasium.spaces.Dict] | None = None  # made once
-        self._state_space: gymnasium.spaces.Box | None = None
+        self.spaces = Spaces(self.config, len(self.possible_agents))
         self._id_to_slot: dict[int, int] = {}
-        self._map_cache: dict[int, Any] = {}
-        self.overlays = Overlays(lambda: self.realm.state, self.config.MAP_BORDER, self.config.MAP_CENTER)
-        self._recorder: Recorder | None = Recorder() if record else None
-        self._custom_reward = reward_fn is not None or type(self).reward is not Env.reward
-        self._custom_log = log_fn is not None or type(self).log is not Env.log
+        self.viewing = Viewing(self.config, lambda: self.realm.state, record)
+        self.overlays = self.viewing.overlays  # `register` and `update` your own heatmaps here
+        custom_reward = reward_fn is not None or type(self).reward is not Env.reward
+        custom_log = log_fn is not None or type(self).log is not Env.log
+        self.outcomes = Outcomes(self.config, self.n_slots, self.reward if custom_reward else None,
+                                 self.log if custom_log else None)
         #: report achievement points in infos (``infos[agent]["achievement_points"]``) even when
         #: REWARD_ACHIEVEMENT is off; interfaces that read them (`RewardShaping`) turn it on
         self.report_achievements = False
         #: infos hold numbers only (PettingZoo-to-tensor wrappers need that); True adds the reasons
         #: for dropped sub-actions as strings under ``"invalid_action_details"``
         self.info_details = info_details
-        self._clear_points()
+
+    def _take_tasks(self, tasks: TaskSource) -> None:
+        """The env's tasks from now on (at construction, and when an adaptive game's set moves on)."""
+        self.tasking = Tasking(self.config, tasks)
+        self.config = self.tasking.config
 
     # -------------------------------------------------------------- reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
@@ -142,47 +121,31 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         ``{"tasks": indices}`` gives every agent slot (or team) its task (see `nmmo.envs.tasking`).
         """
         self._begin_episode(seed, options)
-        self.overlays.reset()
-        self.overlays.track(self.realm.state, self.task_columns())
-        if self._recorder is not None:
-            self._recorder.start(self.realm.state, self._replay_header(), self.task_columns(), self.game_state())
+        self.viewing.start(self.realm.state, self.task_columns, self._replay_header, self.game_state)
         slots = self._live_slots()
-        self._obs = self._observe(slots, np.zeros(0, dtype=np.int64))
+        self._obs = self._builder.observe(self.realm.state, slots, np.zeros(0, dtype=np.int64), self)
         self._refresh_agents()
         obs = self._obs_dicts(slots)
         infos = {agent: {} for agent in obs}
-        self._add_task_infos(infos, slots, list(obs))
+        self.tasking.add_infos(infos, slots, list(obs))
         return obs, infos
 
     def _begin_episode(self, seed: int | None, options: dict | None) -> None:
         """The state part of `reset`: the episode's seed and generator, its map, the realm's
-        initial state (the fused engine, `nmmo.envs.fused`, starts its worlds' episodes with it too)."""
-        if seed is None and self._np_random is None:
-            seed = self._seed
-        if seed is None and self._np_random is None:  # unseeded: fresh entropy, still replayable
-            seed = int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
-        elif seed is None:  # a fresh episode stream derived from the previous one: reproducible from the first seed
-            seed = int(self._np_random.integers(2**63))
-        self.episode_seed = seed
+        initial state (the fused engine, `nmmo.engines.fused`, starts its worlds' episodes with it too)."""
         self._failure = None
-        self._np_random = np.random.default_rng(seed)
-        rng = self._np_random
-        map_seed = int(rng.integers(self.config.MAP_N))  # drawn even when overridden: same RNG stream
-        if options and options.get("map_seed") is not None:
-            requested = options["map_seed"]
-            if not isinstance(requested, (int, np.integer)) or isinstance(requested, bool) or requested < 0:
-                raise ValueError(f"options['map_seed'] must be a non-negative int, got {requested!r}")
-            map_seed = int(requested)
-        if map_seed not in self._map_cache:
-            self._map_cache = {map_seed: get_map(self.config, map_seed)}  # keep the last one in memory
-        self.realm.reset(self._map_cache[map_seed], rng)
-        self._clear_points()
-        self._reset_game()  # a minigame's rules and tasks (`nmmo.envs.gaming`)
-        self._reset_tasks(seed, options)
+        game_map = self.episodes.begin(seed, options)
+        self.realm.reset(game_map, self.episodes.rng)
+        self.outcomes.clear_points()
+        new_tasks = self.gaming.next_tasks()  # an adaptive minigame's tasks may move on (`nmmo.envs.gaming`)
+        if new_tasks is not None:
+            self._take_tasks(new_tasks)
+        self.gaming.start(self.realm)
+        self.tasking.reset(self.realm.state, self.episodes.seed, options, self.task_encoder)
 
     # --------------------------------------------------------------- step
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
-        """PettingZoo parallel step; see the module docstring for the action format."""
+        """PettingZoo parallel step; see `nmmo.envs` for the action format."""
         if self._obs is None:
             raise RuntimeError("call reset() before step()")
         self._check_not_over()
@@ -196,7 +159,7 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
                     self.config.PLAYER_SPAWN_ATTEMPTS):
                 # Every agent died in the same tick. PettingZoo loops stop on an empty `agents`, so tick
                 # on (nobody to act) until the respawns arrive: `agents` is empty only at the end.
-                result = self._advance(*self._empty_actions())
+                result = self._advance(*no_actions(self.realm.capacity))
                 for merged, extra in zip(outputs, self._dict_outputs(none_spawned, result, {}), strict=True):
                     merged.update(extra)
         return outputs
@@ -212,41 +175,42 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         if actions.shape != (self.n_slots, 3) or not np.issubdtype(actions.dtype, np.integer):
             raise ValueError(f"actions must be an integer array of shape ({self.n_slots}, 3), got "
                              f"{actions.dtype} {actions.shape}")
-        directions, styles, targets = self._empty_actions()
+        directions, styles, targets = no_actions(self.realm.capacity)
         slots = self._live_slots()
         apply_indices(self._obs, self.realm.state, self.config, slots, actions[slots], (directions, styles, targets))
         ent = self.realm.state.entities
         ids_before, alive_before = ent.id[: self.n_slots].copy(), ent.alive[: self.n_slots].copy()
         with self._changing_the_world():
             result = self._advance(directions, styles, targets)
-            return self._array_outcome(ids_before, alive_before, result)
+            return self.outcomes.batch(self.realm.state, self._obs, ids_before, alive_before, result, self.tasking,
+                                       self.done)
 
     # ------------------------------------------------------------ replays
     def record(self) -> None:
         """Record from the next reset on (same as `Env(..., record=True)`)."""
-        self._recorder = Recorder()
+        self.viewing.record()
 
     def record_values(self, values: dict[int, float]) -> None:
         """Record each agent's value estimate on this tick's frame (a policy's `last_values`, given
         after `act` and before `step`), for the viewer's inspector; nothing when not recording."""
-        if self._recorder is not None:
-            self._recorder.record_values(values)
+        self.viewing.record_values(values)
 
     def save_replay(self, path, policies: list[str] | None = None, team_policy: list[int] | None = None) -> Path:
-        """Write the episode recorded so far (see `nmmo.io.replay`); returns the path. `policies` names
+        """Write the episode recorded so far (see `nmmo.replays.replay`); returns the path. `policies` names
         who played, for the viewer, which colours players by policy when there are several: team t's
         players belong to ``policies[team_policy[t]]`` (how the tournament dealt them), or without
         `team_policy` to ``policies[t % len(policies)]``."""
-        if self._recorder is None:
-            raise ValueError("this env is not recording: pass record=True or call env.record() before reset()")
-        self._recorder.name_players(policies, team_policy)
-        self._recorder.capture_overlays(self.overlays, len(self._recorder.frames) - 1)
-        return self._recorder.save(path)
+        return self.viewing.save(path, policies, team_policy)
 
     def _replay_header(self) -> dict:
         return {"config_name": self.config.name, "config_toml": self.config.to_toml(),
                 "map_seed": self.realm.map.seed, "n_players": self.n_slots, "center": self.config.MAP_CENTER,
                 "border": self.config.MAP_BORDER, "horizon": self.config.HORIZON, **self.task_header()}
+
+    @property
+    def episode_seed(self) -> int | None:
+        """The seed of this episode: `reset(seed=env.episode_seed)` on a fresh env replays it."""
+        return self.episodes.seed
 
     @property
     def done(self) -> bool:
@@ -268,7 +232,7 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         return view
 
     def frame(self) -> dict[str, np.ndarray]:
-        """The viewer's columns of every entity slot now, task fields included (`nmmo.io.replay.capture`)."""
+        """The viewer's columns of every entity slot now, task fields included (`nmmo.replays.replay.capture`)."""
         return capture(self.realm.state, self.task_columns())
 
     def live_players(self) -> tuple[np.ndarray, np.ndarray]:
@@ -304,35 +268,17 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         self.agents = [] if self.done else ids
         self._id_to_slot = dict(zip(ids, slots.tolist(), strict=True))
 
-    def _empty_actions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        capacity = self.realm.capacity
-        return (np.full(capacity, STAY, dtype=np.int64), np.full(capacity, -1, dtype=np.int64),
-                np.full(capacity, -1, dtype=np.int64))
-
     def _advance(self, directions, styles, targets) -> TickResult:
         last_tick = self.realm.state.tick + 1 >= self.config.HORIZON
-        result = self.realm.tick(directions, styles, targets, self._np_random, respawn=not last_tick)
-        self._evaluate_tasks()
-        self._game_tick()
-        columns = self.task_columns(progress=self._recorder is not None)  # the overlays count completions only
-        self.overlays.track(self.realm.state, columns)
-        if self._recorder is not None:
-            self._recorder.capture(self.realm.state, self.overlays, columns, self.game_state())
+        result = self.realm.tick(directions, styles, targets, self.episodes.rng, respawn=not last_tick)
+        self.tasking.evaluate(self.realm.state)
+        self.gaming.tick(self.realm.state)
+        columns = self.task_columns(progress=self.viewing.recording)  # the overlays count completions only
+        self.viewing.capture(self.realm.state, columns, self.game_state)
         died = result.dead[result.dead < self.n_slots]
-        self._obs = self._observe(self._live_slots(), died)
+        self._obs = self._builder.observe(self.realm.state, self._live_slots(), died, self)
         self._refresh_agents()
         return result
-
-    def _observe(self, live: np.ndarray, died: np.ndarray) -> Observations:
-        """Fresh observation buffers for live agents and for agents that died this tick (whose
-        final observation shows them on their last tile)."""
-        out = self._builder.acquire(np.concatenate([live, died]))
-        state = self.realm.state
-        feats = self._builder.entity_features(state)
-        self._builder.build(state, live, out, feats)
-        self._builder.build(state, died, out, feats, died=True)
-        self._builder.fill(out, self, np.concatenate([live, died]))
-        return out
 
     def _obs_dicts(self, slots: np.ndarray) -> dict[int, dict]:
         index = slots_selector(slots)
@@ -352,7 +298,63 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         it (their slots were empty before): observations here, the rest from `nmmo.envs.outcomes`."""
         slots = np.concatenate([observers_before, result.spawned])
         died = result.dead[result.dead < self.n_slots]
-        return (self._obs_dicts(slots), *self._outcome_dicts(slots, died, invalid))
+        return (self._obs_dicts(slots), *self.outcomes.dicts(self.realm.state, slots, died, invalid, self.tasking,
+                                                             self.done, self.info_details, self.report_achievements))
+
+    # ------------------------------------------------ the components' faces
+    # What clients read of the components, under the names they have always had.
+    tasks = property(lambda self: self.tasking.tasks, doc="The episode's tasks (`nmmo.tasks.TaskState`); None: off.")
+    task_sampler = property(lambda self: self.tasking.sampler, doc="What draws the tasks at reset (`Tasking.sampler`).")
+    task_embedding = property(lambda self: self.tasking.embedding, doc="`Tasking.embedding`: the Task field of slots.")
+    task_status = property(lambda self: self.tasking.status, doc="`Tasking.status`: each slot's task outcome so far.")
+    task_header = property(lambda self: self.tasking.header, doc="`Tasking.header`: the replay header's task entry.")
+    game = property(lambda self: self.gaming.game, doc="The minigame GAME names (`nmmo.games`); None: the open world.")
+    game_over = property(lambda self: self.gaming.over, doc="Whether a team won the game before the horizon.")
+    state_space = property(lambda self: self.spaces.state_space, doc="The space of `state()` (`Spaces.state_space`).")
+
+    def task_columns(self, progress: bool = True) -> dict[str, np.ndarray] | None:
+        """A frame's task fields, one entry per entity slot; None with tasks off (`Tasking.columns`)."""
+        return self.tasking.columns(self.realm.state, progress)
+
+    def task_timing(self) -> dict[str, float]:
+        """Seconds spent so far on the event log and on task evaluation (code timers)."""
+        return self.tasking.timing(self.realm.state)
+
+    def game_winners(self) -> np.ndarray:
+        """The teams that won (the episode is over), or that would win if it ended now."""
+        return self.gaming.winners(self.realm.state)
+
+    def game_state(self) -> dict[str, Any]:
+        """What the viewer shows of the game now ({} without one; `Gaming.view`)."""
+        return self.gaming.view(self.realm.state)
+
+    def game_result(self) -> str:
+        """One line for people on who won and why, '' without a game (`Gaming.result`)."""
+        return self.gaming.result(self.realm.state)
+
+    def observation_space(self, agent: int) -> gymnasium.spaces.Dict:
+        """The same space object for every agent and every call."""
+        return self.spaces.observation_space(agent)
+
+    def action_space(self, agent: int) -> gymnasium.spaces.Dict:
+        """The same space object for every agent and every call."""
+        return self.spaces.action_space(agent)
+
+    def state(self) -> np.ndarray:
+        """The global state for centralized critics (float32, `state_space`; `nmmo.envs.global_state`)."""
+        if self._obs is None:
+            raise RuntimeError("call reset() before state()")
+        return self.spaces.state(self.realm.state, self._builder.entity_features(self.realm.state))
+
+    def achievements_earned(self, slots: np.ndarray) -> np.ndarray:
+        """Achievement points the agents in `slots` reached since they were last accounted, each tier
+        once per agent: what REWARD_ACHIEVEMENT pays (`Outcomes.achievements_earned`)."""
+        return self.outcomes.achievements_earned(self.realm.state.entities, slots)
+
+    def metrics_now(self) -> dict[int, dict]:
+        """Every live agent's lifetime metrics as if the episode ended now (for runs stopped before
+        the horizon, whose live agents have not been reported in infos yet)."""
+        return self.outcomes.metrics_now(self.realm.state, *self.live_players())
 
     # -------------------------------------------------- hooks for custom rewards
     def reward(self, agent_id: int) -> float:
@@ -375,7 +377,7 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
     def _parse_actions(self, actions: Any):
         """The tick's (directions, styles, targets) arrays from a dict of actions, and {agent:
         problems} for the sub-actions dropped; raises for malformed ones before anything changes."""
-        directions, styles, targets = self._empty_actions()
+        directions, styles, targets = no_actions(self.realm.capacity)
         slots, agent_ids, indices = parse_actions(actions, self._id_to_slot, self.realm.state.next_player_id)
         invalid = apply_indices(self._obs, self.realm.state, self.config, slots, indices,
                                 (directions, styles, targets), agent_ids)
@@ -387,11 +389,9 @@ class Env(Outcomes, Spaces, Tasking, Gaming, ParallelEnv):
         (`nmmo.core.render`, which ``nmmo replay export`` draws replays with too)."""
         if self.render_mode != "rgb_array" or self.realm.state is None:
             return None
-        from nmmo.core.render import entities_rgb
+        from nmmo.core.render import state_rgb
 
-        ent = self.realm.state.entities
-        alive = np.flatnonzero(ent.alive)
-        return entities_rgb(self.realm.state.tiles.material, ent.row[alive], ent.col[alive], alive < ent.n_players)
+        return state_rgb(self.realm.state)
 
     def close(self) -> None:
         """Nothing to release; present for the PettingZoo API."""

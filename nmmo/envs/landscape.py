@@ -1,6 +1,6 @@
 """The value landscape: a policy's critic evaluated at every walkable tile of a map.
 
-The ``value`` overlay (`nmmo.envs.overlays.ValueMap`) averages the estimates agents actually got where
+The ``value`` overlay (`nmmo.replays.overlays.ValueMap`) averages the estimates agents actually got where
 they stood, so it covers only the tiles they visited, and at tick 0 almost none. The landscape
 asks the critic about every tile instead, for one *standard agent*: a freshly spawned player (full
 health, food and water, level 1, every feature as a real `env.reset()` makes it) with a fresh

@@ -2,15 +2,16 @@
 truncation, infos and, when its life ends, its episode metrics.
 
 env.py advances the world and observes it; this module accounts for the tick that just ran, for
-the dict API (`Outcomes._outcome_dicts`) and the batched API (`Outcomes._array_outcome`, a
-`BatchStep`). A reward is one rule for both APIs and for the fused engine (`nmmo.envs.fused` calls
-`earned_points` and `mix_rewards` too): -1 on death else 0 (or the user's `Env.reward`), plus
-achievement points / `nmmo.core.metrics.REWARD_SCALE` when REWARD_ACHIEVEMENT is on, then team spirit
+the dict API (`Outcomes.dicts`) and the batched API (`Outcomes.batch`, a `BatchStep`). A reward is
+one rule for both APIs and for the fused engine (`nmmo.engines.fused` calls `earned_points` and
+`mix_rewards` too): -1 on death else 0 (or the user's `Env.reward`), plus achievement points /
+`nmmo.core.metrics.REWARD_SCALE` when REWARD_ACHIEVEMENT is on, then team spirit
 (`nmmo.core.rules.team_spirit`) when PLAYER_TEAM_SPIRIT > 0.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,10 +21,11 @@ from nmmo.config import Config
 from nmmo.core.metrics import REWARD_SCALE, achievement_points, achievement_values, lifetime_metrics
 from nmmo.core.obs import Observations
 from nmmo.core.rules import team_spirit
-from nmmo.core.state import Entities
+from nmmo.core.state import Entities, State
 
 if TYPE_CHECKING:
     from nmmo.core.realm import TickResult
+    from nmmo.envs.tasking import Tasking
 
 
 @dataclass
@@ -88,100 +90,111 @@ def problem_infos(problems: dict, details: bool) -> dict:
 
 
 class Outcomes:
-    """The accounting half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the
-    env keeps: ``config``, ``realm``, ``n_slots``, ``done``, ``report_achievements``, the last
-    observations ``_obs``, the info switch ``info_details``, the user
-    hooks ``reward(agent_id)`` and ``log(agent_id)`` and whether they are custom (``_custom_reward``,
-    ``_custom_log``). It keeps the achievement ledgers ``_points_paid`` and ``_points_owner`` (per
-    slot; the fused engine copies them)."""
+    """An env's accounting, as a component `nmmo.Env` holds (``env.outcomes``) and calls after each
+    tick: rewards, terminations, truncations, infos and episode metrics, from the state tables, the
+    env's tasks and whether the episode is over, handed in at each call (so it runs without an env).
+    It keeps the achievement ledgers `points_paid` and `points_owner` (per slot; the fused engine
+    copies them).
 
-    def metrics_now(self) -> dict[int, dict]:
-        """Every live agent's lifetime metrics as if the episode ended now (for runs stopped before
-        the horizon, whose live agents have not been reported in infos yet)."""
-        ids, slots = self.live_players()
-        values = lifetime_metrics(self.realm.state, slots)
-        columns = {name: array.tolist() for name, array in values.items()}
+    Args:
+        config: the env's config (its reward keys).
+        n_slots: the agent slots (PLAYER_N).
+        reward: a custom ``f(agent_id) -> float`` in place of -1 at death else 0 (the env's
+            overridden `reward`, or its `reward_fn`), or None.
+        log: a custom ``f(agent_id) -> dict`` of extra episode metrics, or None.
+
+    """
+
+    def __init__(self, config: Config, n_slots: int, reward: Callable[[int], float] | None = None,
+                 log: Callable[[int], dict] | None = None) -> None:
+        self.config, self.n_slots, self.reward, self.log = config, n_slots, reward, log
+        self.clear_points()
+
+    def metrics_now(self, state: State, ids: np.ndarray, slots: np.ndarray) -> dict[int, dict]:
+        """The lifetime metrics of agents `ids` (in `slots`) as if their lives ended now."""
+        columns = {name: array.tolist() for name, array in lifetime_metrics(state, slots).items()}
         return {agent: {name: column[i] for name, column in columns.items()} for i, agent in enumerate(ids.tolist())}
 
-    def _clear_points(self) -> None:
+    def clear_points(self) -> None:
         """Empty achievement ledgers: at construction and at the start of every episode."""
-        self._points_paid = np.zeros(self.n_slots, dtype=np.int64)
-        self._points_owner = np.zeros(self.n_slots, dtype=np.int64)
+        self.points_paid = np.zeros(self.n_slots, dtype=np.int64)
+        self.points_owner = np.zeros(self.n_slots, dtype=np.int64)
 
-    def achievements_earned(self, slots: np.ndarray) -> np.ndarray:
+    def achievements_earned(self, entities: Entities, slots: np.ndarray) -> np.ndarray:
         """Achievement points the agents in `slots` reached since they were last accounted (each
-        tier counts once per agent id): what REWARD_ACHIEVEMENT pays, in ``infos[agent]
-        ["achievement_points"]`` on the dict API. Accounting is per slot and agent id, so a
-        slot's next agent starts from zero."""
-        return earned_points(self.realm.state.entities, slots, self._points_paid, self._points_owner)
+        tier counts once per agent id; see `earned_points`)."""
+        return earned_points(entities, slots, self.points_paid, self.points_owner)
 
-    def _reward_values(self, slots: np.ndarray, died: np.ndarray, earned: np.ndarray | None = None) -> np.ndarray:
+    def reward_values(self, entities: Entities, slots: np.ndarray, died: np.ndarray, tasking: Tasking,
+                      earned: np.ndarray | None = None) -> np.ndarray:
         """Rewards of the agents in `slots` this step (`died` marks those that died; `earned`: their
         achievement points this step, paid as points / 15 when REWARD_ACHIEVEMENT is on)."""
-        ent = self.realm.state.entities
-        if self._custom_reward:
-            values = np.array([self.reward(aid) for aid in ent.id[slots].tolist()], dtype=np.float64)
+        if self.reward is not None:
+            values = np.array([self.reward(aid) for aid in entities.id[slots].tolist()], dtype=np.float64)
         else:
             values = np.where(died, -1.0, 0.0)
-        return mix_rewards(self.config, values, earned, ent.team[slots], self._task_rewards(slots))
+        return mix_rewards(self.config, values, earned, entities.team[slots], tasking.rewards(slots))
 
-    def _outcome_dicts(self, slots: np.ndarray, died: np.ndarray, invalid: dict) -> tuple[dict, dict, dict, dict]:
+    def dicts(self, state: State, slots: np.ndarray, died: np.ndarray, invalid: dict, tasking: Tasking, done: bool,
+              details: bool = False, report_achievements: bool = False) -> tuple[dict, dict, dict, dict]:
         """`step`'s rewards, terminations, truncations and infos for the agents in `slots` (`died`:
-        the slots whose agent died this tick; `invalid`: {agent: problems} of dropped actions)."""
-        ids = self.realm.state.entities.id[slots].tolist()
+        the slots whose agent died this tick; `invalid`: {agent: problems} of dropped actions; `done`:
+        the episode is over; `details`: reasons in infos; `report_achievements`: points in infos
+        even with REWARD_ACHIEVEMENT off)."""
+        entities = state.entities
+        ids = entities.id[slots].tolist()
         dead = np.zeros(self.n_slots, dtype=bool)
         dead[died] = True
         is_dead = dead[slots]
-        counted = self.config.REWARD_ACHIEVEMENT or self.report_achievements
-        earned = self.achievements_earned(slots) if counted else np.zeros(0, dtype=np.int64)
-        values = self._reward_values(slots, is_dead, earned)
+        counted = self.config.REWARD_ACHIEVEMENT or report_achievements
+        earned = self.achievements_earned(entities, slots) if counted else np.zeros(0, dtype=np.int64)
+        values = self.reward_values(entities, slots, is_dead, tasking, earned)
         rewards = dict(zip(ids, values.tolist(), strict=True))
         terminations = dict(zip(ids, is_dead.tolist(), strict=True))
-        truncate = self.done
-        truncations = dict(zip(ids, (~is_dead & truncate).tolist(), strict=True))
+        truncations = dict(zip(ids, (~is_dead & done).tolist(), strict=True))
         infos: dict[int, dict] = {aid: {} for aid in ids}
-        self._add_task_infos(infos, slots, ids)
+        tasking.add_infos(infos, slots, ids)
         for aid, problems in invalid.items():
             if aid in infos:
-                infos[aid].update(problem_infos(problems, self.info_details))
+                infos[aid].update(problem_infos(problems, details))
         for i in np.flatnonzero(earned).tolist():
             infos[ids[i]]["achievement_points"] = int(earned[i])
-        finished = slots if truncate else died
+        finished = slots if done else died
         if finished.size:
-            self._add_episode_infos(infos, finished)
+            self.add_episode_infos(state, infos, finished)
         return rewards, terminations, truncations, infos
 
-    def _add_episode_infos(self, infos: dict, slots: np.ndarray) -> None:
+    def add_episode_infos(self, state: State, infos: dict, slots: np.ndarray) -> None:
         """``infos[agent]["life"]``: the lifetime metrics of the agents in `slots`, whose lives
         ended this step, plus what `log` adds."""
-        state = self.realm.state
         metrics = lifetime_metrics(state, slots)
         ids = state.entities.id[slots].tolist()
         for i, aid in enumerate(ids):
             episode = {name: values[i].item() for name, values in metrics.items()}
-            if self._custom_log:
+            if self.log is not None:
                 episode.update(self.log(aid))
             infos.setdefault(aid, {})[LIFE_KEY] = episode
 
-    def _array_outcome(self, ids_before: np.ndarray, alive_before: np.ndarray, result: TickResult) -> BatchStep:
+    def batch(self, state: State, obs: Observations, ids_before: np.ndarray, alive_before: np.ndarray,
+              result: TickResult, tasking: Tasking, done: bool) -> BatchStep:
         """`step_arrays`' result, given each slot's agent id and liveness before the tick: which
         rows died (terminated) or reached the horizon alive (truncated), their rewards, the agent
         each row belongs to (a newly spawned one where the slot was refilled), and the lifetime
         metrics of the rows that finished."""
-        ent, n = self.realm.state.entities, self.n_slots
+        ent, n = state.entities, self.n_slots
         died = result.dead[result.dead < n]
         terminated = np.zeros(n, dtype=bool)
         terminated[died] = True
         rewarded = np.flatnonzero(alive_before | ent.alive[:n])
         rewards = np.zeros(n, dtype=np.float32)
-        earned = self.achievements_earned(rewarded) if self.config.REWARD_ACHIEVEMENT else None
-        rewards[rewarded] = self._reward_values(rewarded, terminated[rewarded], earned)
+        earned = self.achievements_earned(ent, rewarded) if self.config.REWARD_ACHIEVEMENT else None
+        rewards[rewarded] = self.reward_values(ent, rewarded, terminated[rewarded], tasking, earned)
         truncated = np.zeros(n, dtype=bool)
-        if self.done:
+        if done:
             truncated[:] = alive_before & ~terminated
         ids = np.where(alive_before, ids_before, 0)
         alive = ent.alive[:n].copy()
         ids = np.where(alive & ~terminated, ent.id[:n], ids)
         finished = np.flatnonzero(terminated | truncated)
-        episodes = lifetime_metrics(self.realm.state, finished) if finished.size else None
-        return BatchStep(self._obs, rewards, terminated, truncated, ids, alive & ~truncated, episodes, finished)
+        episodes = lifetime_metrics(state, finished) if finished.size else None
+        return BatchStep(obs, rewards, terminated, truncated, ids, alive & ~truncated, episodes, finished)

@@ -1,4 +1,4 @@
-"""The env's gymnasium spaces, built from the config, and `Spaces`, the mixin through which
+"""The env's gymnasium spaces, built from the config, and `Spaces`, the component through which
 `nmmo.Env` gives them (one object of each per env) and its global state."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from nmmo.config import Config
 from nmmo.core.actions import ATTACK, DIRECTION, MOVE, STYLE, TARGET
 from nmmo.core.enums import Direction, Style
 from nmmo.core.layout import fields
+from nmmo.core.state import State
 from nmmo.envs import global_state
 
 
@@ -50,39 +51,42 @@ def action_space(config: Config) -> spaces.Dict:
 
 
 class Spaces:
-    """The spaces half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the env
-    keeps: ``config``, ``possible_agents``, ``realm``, the observation builder ``_builder``, the
-    last observations ``_obs``, and the caches ``_spaces`` and ``_state_space``."""
+    """An env's spaces, as a component `nmmo.Env` holds (``env.spaces``) and calls: built from the
+    config and the number of agent ids, each space made once and the same object ever after; the
+    global state from the state tables and entity features it is handed."""
 
-    def observation_space(self, agent: int) -> spaces.Dict:
+    def __init__(self, config: Config, n_agent_ids: int) -> None:
+        self.config, self.n_agent_ids = config, n_agent_ids
+        self._spaces: tuple[spaces.Dict, spaces.Dict] | None = None
+        self._state_space: spaces.Box | None = None
+
+    def observation_space(self, agent: Any) -> spaces.Dict:
         """The same space object for every agent and every call."""
-        self._check_agent_id(agent)
+        self.check_agent_id(agent)
         if self._spaces is None:
-            self._spaces = (observation_space(self.config, len(self.possible_agents)), action_space(self.config))
+            self._spaces = (observation_space(self.config, self.n_agent_ids), action_space(self.config))
         return self._spaces[0]
 
-    def action_space(self, agent: int) -> spaces.Dict:
+    def action_space(self, agent: Any) -> spaces.Dict:
         """The same space object for every agent and every call."""
-        self._check_agent_id(agent)
+        self.check_agent_id(agent)
         self.observation_space(agent)
         return self._spaces[1]
 
     @property
     def state_space(self) -> spaces.Box:
-        """The space of `state()` (see `nmmo.envs.global_state`); one object per env."""
+        """The space of `state` (see `nmmo.envs.global_state`); one object per env."""
         if self._state_space is None:
             self._state_space = global_state.state_space(self.config)
         return self._state_space
 
-    def state(self) -> np.ndarray:
-        """The global state for centralized critics: every entity's row of the Entity table and the
-        tick (float32, `state_space`; layout in `nmmo.envs.global_state`)."""
-        if self._obs is None:
-            raise RuntimeError("call reset() before state()")
-        return global_state.global_state(self.realm.state, self._builder.entity_features(self.realm.state),
-                                         self.config)
+    def state(self, state: State, features: np.ndarray) -> np.ndarray:
+        """The global state for centralized critics: every entity's row of the Entity table (its
+        `features`, `nmmo.core.obs.ObservationBuilder.entity_features`) and the tick (float32,
+        `state_space`; layout in `nmmo.envs.global_state`)."""
+        return global_state.global_state(state, features, self.config)
 
-    def _check_agent_id(self, agent: Any) -> None:
-        if not (isinstance(agent, (int, np.integer)) and 1 <= agent <= len(self.possible_agents)):
-            raise ValueError(f"{agent!r} is not an agent id of this env (ints 1..{len(self.possible_agents)})")
-
+    def check_agent_id(self, agent: Any) -> None:
+        """A ValueError unless `agent` is one of the env's agent ids (ints 1..n_agent_ids)."""
+        if not (isinstance(agent, (int, np.integer)) and 1 <= agent <= self.n_agent_ids):
+            raise ValueError(f"{agent!r} is not an agent id of this env (ints 1..{self.n_agent_ids})")

@@ -1,5 +1,5 @@
-"""Tasks in an env: `Tasking`, the mixin through which `nmmo.Env` assigns each agent (or team) a task
-at reset, evaluates every task after each tick, pays task rewards and shows the task to the agent.
+"""Tasks in an env: `Tasking`, the component through which `nmmo.Env` assigns each agent (or team) a
+task at reset, evaluates every task after each tick, pays task rewards and shows the task to the agent.
 
 Turned on by ``Env(config, tasks=...)`` (a shipped set's name, a TOML / JSON path, a `TaskSet`, a
 list of spec tables, or a `nmmo.tasks.TaskSampler` that chooses the tasks at each reset) or the
@@ -17,12 +17,12 @@ achievement points). With tasks on:
 - tasks are drawn from their own random stream (`nmmo.tasks.task_rng` of the episode seed), so
   turning tasks on changes nothing else in the episode;
 - replays and the viewer show them: `task_header` is the replay header's ``tasks`` entry and
-  `task_columns` each frame's task fields (`nmmo.io.replay`);
+  `task_columns` each frame's task fields (`nmmo.replays.replay`);
 - with ``TASK_CURRICULUM`` set (and no sampler given), the env builds that curriculum's sampler
   (`nmmo.tasks.sampling.curriculum_sampler`) and feeds it the outcome of each of its lives as it
   ends (`LifeLedger`: a death, a slot taken by a new agent, the horizon, a reset), before the
   next draw; every env of a vector env thus keeps its own curriculum (the fused engine feeds each
-  world's lone env's sampler the same way, `nmmo.envs.fused_tasks`).
+  world's lone env's sampler the same way, `nmmo.engines.fused_tasks`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from nmmo.tasks import TaskSet, TaskState, embedding_size, load_task_set, task_rng, task_set_from_data
+from nmmo.config import Config
+from nmmo.core.state import State
+from nmmo.tasks import TaskSet, TaskState, TaskStep, embedding_size, load_task_set, task_rng, task_set_from_data
 from nmmo.tasks.sampling import TaskSampler, curriculum_sampler
 
 #: What `tasks=` (or the TASKS key) accepts.
@@ -116,93 +118,101 @@ def task_outcomes(task: np.ndarray, step, lives: LifeRewards, slots: np.ndarray)
 
 
 class Tasking:
-    """The tasks half of `nmmo.Env` (a mixin: its methods are the env's). It reads what the env
-    keeps: ``config`` and ``realm``."""
+    """An env's tasks, as a component `nmmo.Env` holds (``env.tasking``) and calls: built from the
+    env's config and a task source, it is handed the state tables whenever it reads them, so it runs
+    (and is tested) without an env. With no task source and no TASKS key it is off (``tasks`` None)
+    and every call is a no-op or says so.
 
-    #: Optional ``f(task_set, task_indices) -> (n, embedding_size(config)) float32``: your own encoding of
-    #: each slot's task in the observation (default: `nmmo.tasks.embed` of the spec).
-    task_encoder: Callable[[TaskSet, np.ndarray], np.ndarray] | None = None
+    Its `config` is the env's, or, with tasks on, a copy whose TASKS key names the tasks (the
+    observation layout reads the key); the env takes it in place of its own."""
 
-    def _init_tasks(self, tasks: TaskSource) -> None:
-        if tasks is None and self.config.TASKS:
-            tasks = self.config.TASKS
+    def __init__(self, config: Config, tasks: TaskSource = None) -> None:
+        if tasks is None and config.TASKS:
+            tasks = config.TASKS
+        self.config = config
         self.tasks: TaskState | None = None
-        self.task_sampler = tasks if isinstance(tasks, TaskSampler) else None
-        self._task_step = None
+        #: the sampler that chooses the tasks at each reset: one given as `tasks`, or the curriculum
+        #: TASK_CURRICULUM names (which this component feeds the lives that end), or None
+        self.sampler = tasks if isinstance(tasks, TaskSampler) else None
+        self.step: TaskStep | None = None  # the last tick's evaluation (None right after a reset)
+        self.feeds_sampler = False
         if tasks is None:
             return
         task_set = as_task_set(tasks)
         # a curriculum the env builds itself, it feeds itself (a sampler you pass, you feed)
-        self._feeds_sampler = self.task_sampler is None and bool(self.config.TASK_CURRICULUM)
-        if self._feeds_sampler:
-            self.task_sampler = curriculum_sampler(self.config.TASK_CURRICULUM, task_set)
-        self._lives = LifeLedger(self.config.PLAYER_N)
-        if self.config.TASKS != str(tasks):
+        self.feeds_sampler = self.sampler is None and bool(config.TASK_CURRICULUM)
+        if self.feeds_sampler:
+            self.sampler = curriculum_sampler(config.TASK_CURRICULUM, task_set)
+        self.lives = LifeLedger(config.PLAYER_N)
+        if config.TASKS != str(tasks):
             # the key says tasks are on (the observation layout reads it) and names them; on a copy:
             # the caller's config is not changed
-            self.config = copy.copy(self.config).set(
+            self.config = copy.copy(config).set(
                 "TASKS", str(tasks) if isinstance(tasks, (str, Path)) else f"<{task_set.name}>")
         self.tasks = TaskState(task_set, self.config, assign=self.config.TASK_ASSIGN)
-        self._life_rewards = LifeRewards(self.config.PLAYER_N)
-        self._task_embeddings = np.zeros((self.config.PLAYER_N, embedding_size(self.config)), dtype=np.float32)
+        self.life_rewards = LifeRewards(config.PLAYER_N)
+        self.embeddings = np.zeros((config.PLAYER_N, embedding_size(self.config)), dtype=np.float32)
 
-    def _reset_tasks(self, episode_seed: int, options: dict | None) -> None:
+    def reset(self, state: State, episode_seed: int, options: dict | None,
+              encoder: Callable[[TaskSet, np.ndarray], np.ndarray] | None = None) -> None:
+        """A new episode on `state`: the tasks drawn from the episode seed's own stream (or given in
+        ``options["tasks"]``, or by the sampler) and their embeddings (`encoder`'s, when given)."""
         given = (options or {}).get("tasks")
         if self.tasks is None:
             if given is not None:
                 raise ValueError("options['tasks'] given, but this env has no tasks: make it with tasks=...")
             return
         rng = task_rng(episode_seed)
-        if self._feeds_sampler and self._task_step is not None:  # lives the reset cuts short, before the draw
-            self._feed(*self._lives.close())
-        if given is None and self.task_sampler is not None:
-            given = self.task_sampler.sample(rng, self.tasks.units)
+        if self.feeds_sampler and self.step is not None:  # lives the reset cuts short, before the draw
+            self._feed(*self.lives.close())
+        if given is None and self.sampler is not None:
+            given = self.sampler.sample(rng, self.tasks.units)
         try:
-            self.tasks.reset(self.realm.state, rng, assignment=given)
+            self.tasks.reset(state, rng, assignment=given)
         except ValueError as err:
             raise ValueError(f"options['tasks'] (or the sampler's draw): {err}") from None
-        self._task_step = None
-        ids = self.realm.state.entities.id[: self.config.PLAYER_N]
-        self._life_rewards.start(ids)
-        self._lives.start(self.realm.state.entities.alive[: self.config.PLAYER_N], ids)
-        encode = self.task_encoder
-        table = self.tasks.slot_embeddings() if encode is None else np.asarray(
-            encode(self.tasks.tasks, self.tasks.task), dtype=np.float32)
-        if table.shape != self._task_embeddings.shape:
-            raise ValueError(f"task_encoder returned shape {table.shape}, expected {self._task_embeddings.shape}")
-        self._task_embeddings[:] = table
+        self.step = None
+        ids = state.entities.id[: self.config.PLAYER_N]
+        self.life_rewards.start(ids)
+        self.lives.start(state.entities.alive[: self.config.PLAYER_N], ids)
+        table = self.tasks.slot_embeddings() if encoder is None else np.asarray(
+            encoder(self.tasks.tasks, self.tasks.task), dtype=np.float32)
+        if table.shape != self.embeddings.shape:
+            raise ValueError(f"task_encoder returned shape {table.shape}, expected {self.embeddings.shape}")
+        self.embeddings[:] = table
 
-    def _evaluate_tasks(self) -> None:
+    def evaluate(self, state: State) -> None:
+        """After a tick: every task's reward, progress and completion; the lives that ended feed the
+        curriculum."""
         if self.tasks is None:
             return
-        self._task_step = step = self.tasks.evaluate(self.realm.state)
-        ids = self.realm.state.entities.id[: self.config.PLAYER_N]
-        self._life_rewards.add(ids, step.rewards)
-        if self._feeds_sampler:
-            state = self.realm.state
-            self._feed(*self._lives.ended(state.entities.alive[: self.config.PLAYER_N], ids, step.completed,
-                                          state.tick >= self.config.HORIZON))
+        self.step = step = self.tasks.evaluate(state)
+        ids = state.entities.id[: self.config.PLAYER_N]
+        self.life_rewards.add(ids, step.rewards)
+        if self.feeds_sampler:
+            self._feed(*self.lives.ended(state.entities.alive[: self.config.PLAYER_N], ids, step.completed,
+                                         state.tick >= self.config.HORIZON))
 
     def _feed(self, slots: np.ndarray, completed: np.ndarray) -> None:
         """Report ended lives (their slots' tasks and outcomes) to the env's curriculum."""
         if slots.size:
-            self.task_sampler.update(self.tasks.task[slots], completed)
+            self.sampler.update(self.tasks.task[slots], completed)
 
-    def task_embedding(self, slots: np.ndarray) -> np.ndarray:
-        """The observation's ``Task`` field of `slots` (the layout's fill)."""
-        return self._task_embeddings[slots]
+    def embedding(self, slots: np.ndarray) -> np.ndarray:
+        """The observation's ``Task`` field of `slots`."""
+        return self.embeddings[slots]
 
-    def _task_rewards(self, slots: np.ndarray) -> np.ndarray | None:
+    def rewards(self, slots: np.ndarray) -> np.ndarray | None:
         """The task rewards of `slots` this tick, weighted by TASK_REWARD (None: tasks are off)."""
-        if self.tasks is None or self._task_step is None:
+        if self.tasks is None or self.step is None:
             return None
-        return self._task_step.rewards[slots] * self.config.TASK_REWARD
+        return self.step.rewards[slots] * self.config.TASK_REWARD
 
-    def _add_task_infos(self, infos: dict, slots: np.ndarray, ids: list[int]) -> None:
+    def add_infos(self, infos: dict, slots: np.ndarray, ids: list[int]) -> None:
         """``task``, ``task_progress`` and ``task_completed`` of each agent of `slots` (ids `ids`)."""
         if self.tasks is None:
             return
-        step = self._task_step
+        step = self.step
         task = self.tasks.task[slots].tolist()
         progress = step.progress[slots].tolist() if step is not None else [0.0] * len(task)
         done = step.completed[slots].astype(int).tolist() if step is not None else [0] * len(task)
@@ -210,15 +220,15 @@ class Tasking:
             info = infos.setdefault(agent, {})
             info["task"], info["task_progress"], info["task_completed"] = t, p, c
 
-    def task_status(self, slots: np.ndarray) -> np.ndarray:
+    def status(self, slots: np.ndarray) -> np.ndarray:
         """(len(slots), 4) float64 rows of (task index, progress, completed, task reward of the life
         so far) after the last tick: what a lifetime that ends now reports (tasks off: an empty
         table). The reward is the task's own (times the spec's `reward`, before TASK_REWARD)."""
         if self.tasks is None:
             return np.zeros((0, 4))
-        return task_outcomes(self.tasks.task, self._task_step, self._life_rewards, slots)
+        return task_outcomes(self.tasks.task, self.step, self.life_rewards, slots)
 
-    def task_header(self) -> dict:
+    def header(self) -> dict:
         """The replay header's task entry: ``{"tasks": {name, names, specs, assign}}`` (the set's name,
         its specs' names and tables, TASK_ASSIGN), or ``{}`` with tasks off."""
         if self.tasks is None:
@@ -227,16 +237,17 @@ class Tasking:
         return {"tasks": {"name": self.tasks.tasks.name, "names": [spec.name for spec in specs],
                           "specs": [spec.to_dict() for spec in specs], "assign": self.tasks.assign}}
 
-    def task_columns(self, progress: bool = True) -> dict[str, np.ndarray] | None:
-        """A frame's task fields (`nmmo.io.replay.TASK_FIELDS`), one entry per entity slot: ``task``
-        (int16, the slot's spec index; -1 for NPC rows), ``task_progress`` (int16, per-mille; left
-        out with `progress` False) and ``task_done`` (int8) after the last tick; None with tasks off."""
+    def columns(self, state: State, progress: bool = True) -> dict[str, np.ndarray] | None:
+        """A frame's task fields (`nmmo.replays.replay.TASK_FIELDS`), one entry per entity slot of
+        `state`: ``task`` (int16, the slot's spec index; -1 for NPC rows), ``task_progress`` (int16,
+        per-mille; left out with `progress` False) and ``task_done`` (int8) after the last tick; None
+        with tasks off."""
         if self.tasks is None:
             return None
-        capacity, n = self.realm.state.entities.alive.size, self.config.PLAYER_N
+        capacity, n = state.entities.alive.size, self.config.PLAYER_N
         task, done = np.full(capacity, -1, dtype=np.int16), np.zeros(capacity, dtype=np.int8)
         task[:n] = self.tasks.task[:n]
-        step = self._task_step
+        step = self.step
         if step is not None:
             done[:n] = step.completed[:n]
         columns = {"task": task, "task_done": done}
@@ -246,6 +257,6 @@ class Tasking:
                 permille[:n] = np.rint(np.clip(step.progress[:n], 0.0, 1.0) * 1000)
         return columns
 
-    def task_timing(self) -> dict[str, float]:
+    def timing(self, state: State) -> dict[str, float]:
         """Seconds spent so far on the event log and on task evaluation (code timers)."""
-        return {} if self.tasks is None else self.tasks.timing(self.realm.state)
+        return {} if self.tasks is None else self.tasks.timing(state)

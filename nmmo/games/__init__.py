@@ -12,11 +12,11 @@ say it, a small rule (`nmmo.games.core`).
 from nmmo.config.checks import GAME_NAMES
 from nmmo.games.battle import ProtectTheKing, Sandwich, TeamBattle
 from nmmo.games.centre import HOLD_SCHEDULE, KingOfTheHill, RaceToCentre
-from nmmo.games.core import Game
+from nmmo.games.core import Game, by_name
 
-GAMES: dict[str, type[Game]] = {cls.name: cls for cls in (RaceToCentre, KingOfTheHill, TeamBattle, ProtectTheKing,
-                                                          Sandwich)}
-assert tuple(GAMES) == GAME_NAMES, "nmmo.config.checks.GAME_NAMES lists the games"
+#: Each game's class by name, in the order of `GAME_NAMES` (the config layer's list, which checks the
+#: GAME key without importing the games): `by_name` refuses a name without a class and a class unlisted.
+GAMES: dict[str, type[Game]] = by_name(GAME_NAMES, (RaceToCentre, KingOfTheHill, TeamBattle, ProtectTheKing, Sandwich))
 
 __all__ = ["GAMES", "HOLD_SCHEDULE", "Game", "KingOfTheHill", "ProtectTheKing", "RaceToCentre", "Sandwich",
            "TeamBattle"]

@@ -32,7 +32,7 @@ class Game:
 
     name = ""
     title = ""
-    #: Why the teams `winners` names won, for the winner line (`nmmo.envs.gaming.Gaming.game_result`).
+    #: Why the teams `winners` names won, for the winner line (`nmmo.envs.gaming.Gaming.result`).
     win_rule = "the last team standing"
     #: What decides at the horizon (`final_winners`), and what it means when it names nobody.
     final_rule = "the most live members at the horizon"
@@ -100,3 +100,15 @@ def last_standing(alive: np.ndarray) -> np.ndarray:
     """The one team with live members when all others are gone; empty otherwise."""
     standing = np.flatnonzero(alive > 0)
     return standing if standing.size == 1 else np.zeros(0, dtype=np.int64)
+
+
+def by_name(names: tuple[str, ...], classes: tuple[type[Game], ...]) -> dict[str, type[Game]]:
+    """`classes` keyed by their `name`, in the order of `names` (the config's `GAME_NAMES`, which
+    the config checks without importing the games); ValueError when a name has no class or a
+    class has no name in the list, so the two cannot drift apart."""
+    found = {cls.name: cls for cls in classes}
+    missing, unlisted = [n for n in names if n not in found], [n for n in found if n not in names]
+    if missing or unlisted or len(found) != len(classes):
+        raise ValueError(f"the games and nmmo.config.checks.GAME_NAMES differ: names without a class {missing}, "
+                         f"classes not listed {unlisted}, {len(classes) - len(found)} class(es) sharing a name")
+    return {name: found[name] for name in names}

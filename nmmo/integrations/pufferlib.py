@@ -31,7 +31,7 @@ from torch import nn
 
 from nmmo.config import Config, from_toml
 from nmmo.core.actions import flat_action_sizes
-from nmmo.envs.vector import VectorEnv
+from nmmo.engines.vector import VectorEnv
 from nmmo.integrations import ViewActor, parallel_env, policy_interface, require, resolve, save_weights
 from nmmo.interfaces import InterfaceAgent
 from nmmo.interfaces.arrays import FlatLayout
@@ -145,7 +145,7 @@ class NativeEnv(pufferlib.PufferEnv):
 
 def life_infos(episodes: np.ndarray) -> list[dict]:
     """One dict per finished life (a row of `VecStep.episodes`): ``life_ended`` and its metrics."""
-    from nmmo.envs.buffers import METRIC_NAMES
+    from nmmo.engines.buffers import METRIC_NAMES
 
     return [{"life_ended": 1, **{f"life_{name}": float(v) for name, v in zip(METRIC_NAMES, row, strict=False)}}
             for row in episodes.tolist()]

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from nmmo.config import Config
-from nmmo.envs.buffers import METRIC_NAMES
+from nmmo.engines.buffers import METRIC_NAMES
 from nmmo.integrations import require, resolve
 
 require("stable_baselines3", "sb3")
@@ -42,7 +42,7 @@ class SeatVecEnv(VecEnv):
     def __init__(self, config: Config | str | None = "trainers_small", num_worlds: int = 1, seed: int = 0, *,
                  workers: int = 0, engine: str | None = None) -> None:
         from nmmo.core.actions import flat_action_sizes
-        from nmmo.envs.vector import VectorEnv
+        from nmmo.engines.vector import VectorEnv
         from nmmo.interfaces.arrays import FlatLayout
 
         self.config = resolve(config)

@@ -21,7 +21,7 @@ import torch
 
 from nmmo.config import Config
 from nmmo.core.actions import flat_action_sizes
-from nmmo.envs.vector import VectorEnv
+from nmmo.engines.vector import VectorEnv
 from nmmo.integrations import require, resolve
 from nmmo.interfaces.arrays import FlatLayout
 

@@ -104,6 +104,9 @@ class Predicate:
 
     name: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
+    #: How it differs from nmmo 2.1.1's predicate of the same name ("ours" when 2.1.1 has none; empty:
+    #: not at all), the last column of `nmmo.tasks.registry.predicate_table` (docs/tasks.md).
+    differences: ClassVar[str] = ""
 
     def rewrite(self, args: dict[str, Any], config: Config) -> dict | None:
         """The leaf as another node, in task-file form (its arguments as parsed), or None: a

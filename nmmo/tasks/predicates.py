@@ -1,9 +1,10 @@
 """Built-in predicates on agents' state and on the event log (the spatial ones: `nmmo.tasks.spatial`).
 
 Each returns progress in [0, 1] for every leaf at once; names, arguments and meanings follow nmmo
-2.1.1's `base_predicates` (the differences are tabled in `nmmo.tasks.registry`). Members that are
-dead count as nmmo 2.x counts them: they are not in the game, so state predicates read the live
-members only, while events they caused before dying stay counted.
+2.1.1's `base_predicates` (each class's `differences` says where it parts from its twin;
+`nmmo.tasks.registry.predicate_table` tables them). Members that are dead count as nmmo 2.x counts
+them: they are not in the game, so state predicates read the live members only, while events they
+caused before dying stay counted.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class TickGE(Predicate):
     """The episode's tick over `num_tick` (0: the horizon)."""
 
     name = "TickGE"
+    differences = "num_tick 0 means the horizon (2.1.1: None)"
     params = (Param("num_tick", "int", 0, 0, scale=1024),)
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -44,6 +46,7 @@ class StayAlive(Predicate):
     """1 while every subject member is alive."""
 
     name = "StayAlive"
+    differences = "the subject is the spec's `subject` (2.1.1: a `target` keyword)"
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
         return Term(core.ALIVE, alive_only=False, denom="members", post=FLOOR)
@@ -53,6 +56,7 @@ class AllDead(Predicate):
     """The fraction of subject members that are dead."""
 
     name = "AllDead"
+    differences = "as StayAlive"
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
         return Term(core.ALIVE, alive_only=False, denom="members", post=ONE_MINUS)
@@ -62,6 +66,7 @@ class CheckAgentStatus(Predicate):
     """The fraction of `target` that is alive (status "alive") or dead ("dead")."""
 
     name = "CheckAgentStatus"
+    differences = "target is a subject keyword, not agent ids"
     params = (Param("target", "group"), Param("status", "choice", "alive", choices=("alive", "dead")))
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -74,6 +79,7 @@ class ProtectLeader(Predicate):
     informative only, as in nmmo 2.x): StayAlive of target_protect and TickGE of the horizon."""
 
     name = "ProtectLeader"
+    differences = "keywords (default leader, foes)"
     params = (Param("target_protect", "group", "leader"), Param("target_destroy", "group", "foes"))
 
     def rewrite(self, args: dict[str, Any], config: Config) -> dict:
@@ -85,6 +91,7 @@ class AttainSkill(Predicate):
     capped at `level` - 1) over num_agent * (level - 1); 1 when level <= 1."""
 
     name = "AttainSkill"
+    differences = "each member counts up to `level` (2.1.1 lets one member cover others)"
     params = (Param("skill", "choice", choices=SKILLS), Param("level", "int", low=1, high=99, scale=99), _NUM_AGENT)
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -96,6 +103,7 @@ class AttainCombatLevel(Predicate):
     """`num_agent` live members with a combat level of at least `level` (ours: no nmmo 2.x twin)."""
 
     name = "AttainCombatLevel"
+    differences = "ours"
     params = (Param("level", "int", low=1, high=99, scale=99), _NUM_AGENT)
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -106,6 +114,7 @@ class GainExperience(Predicate):
     """XP the live members gained in `skill` since spawning, over `experience` * `num_agent`."""
 
     name = "GainExperience"
+    differences = "XP gained since spawn (2.1.1: total XP)"
     params = (Param("skill", "choice", choices=SKILLS), Param("experience", "int", low=1, scale=10_000), _NUM_AGENT)
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -117,6 +126,7 @@ class EquipmentLevel(Predicate):
     `level` (ours; nmmo 2.x's EquipItem and FullyArmed count items)."""
 
     name = "EquipmentLevel"
+    differences = "ours: equipment level (2.1.1's EquipItem / FullyArmed count items)"
     params = (Param("level", "int", low=0, high=99, scale=99), _NUM_AGENT)
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -127,6 +137,7 @@ class CountEvent(Predicate):
     """Events of one kind by the subject members since the task began, over `N`."""
 
     name = "CountEvent"
+    differences = "our event names (`nmmo.core.enums.Event`); counts since the task began"
     params = (Param("event", "choice", choices=COUNTABLE, codes=tuple(event_column(e) for e in COUNTABLE),
                     aliases=(("equip_item", "EQUIPMENT_UP"),)), Param("N", "int", 1, 1, scale=100))
 
@@ -138,6 +149,7 @@ class ScoreHit(Predicate):
     """Hits that landed in `combat_style` since the task began, over `N`."""
 
     name = "ScoreHit"
+    differences = "hits that landed (our attacks can miss; 2.1.1's always land)"
     params = (Param("combat_style", "choice", choices=STYLES), Param("N", "int", 1, 1, scale=100))
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -150,6 +162,7 @@ class DefeatEntity(Predicate):
     began, over `num_agent` (1 when num_agent is 0). As in nmmo 2.x, teammates count as players."""
 
     name = "DefeatEntity"
+    differences = "level is the victim's combat level (2.1.1: its best attack skill)"
     params = (Param("agent_type", "choice", choices=("player", "npc"),
                     codes=(core.KILLED_PLAYER_LEVEL, core.KILLED_NPC_LEVEL)),
               Param("level", "int", 0, 0, 99, scale=99), _NUM_AGENT)

@@ -7,46 +7,15 @@ subclass), which is imported only when a task names it. Entry points are how wor
 Ray actors see a plug-in: each process finds them in the installed metadata. Nothing else is
 importable from a task file: a name that is none of these is refused.
 
-Built-ins beside nmmo 2.1.1's `nmmo/task/base_predicates.py` (same names, arguments and meanings
-unless the last column says otherwise). Everywhere: the subject is a keyword relative to the task's
-holder (agent, team, leader = the team's first slot, foes, foe_leaders, left_team, right_team,
-left_team_leader, right_team_leader; nmmo 2.1.1's all_foes and my_team_leader are accepted), not
-a list of agent ids; dead members are out of state predicates, as in nmmo 2.1.1 where the dead
-leave the datastore; events count from the task's start (its agent's spawn, or the episode's
-start for a team's task), not over the whole event log.
-
-| predicate | arguments | differences from nmmo 2.1.1 |
-|---|---|---|
-| Success | | |
-| TickGE | num_tick (0: HORIZON) | 0 instead of None for "the horizon" |
-| StayAlive | | the subject is the spec's `subject` (2.1.1: a "target" keyword) |
-| AllDead | | as StayAlive |
-| CheckAgentStatus | target, status | target is a subject keyword, not agent ids |
-| OccupyTile | row, col | |
-| CanSeeTile | tile_type | a material name (Lava, Water, Grass, Scrub, Forest, Stone) |
-| CanSeeAgent | target | a keyword naming one agent (leader, ...), not an id |
-| CanSeeGroup | target | a keyword |
-| DistanceTraveled | dist | |
-| AttainSkill | skill, level, num_agent | each member counts up to `level` (2.1.1 lets one member cover others) |
-| GainExperience | skill, experience, num_agent | XP gained since spawn (2.1.1: total XP) |
-| CountEvent | event, N | our event names (`nmmo.core.enums.Event`); counts since the task began |
-| ScoreHit | combat_style, N | hits that landed (our attacks can miss; 2.1.1's always land) |
-| DefeatEntity | agent_type, level, num_agent | level is the victim's combat level (2.1.1: its best attack skill) |
-| ProgressTowardCenter | | |
-| AllMembersWithinRange | dist | |
-| SeizeTile | row, col, num_ticks, progress_bonus, seize_bonus | any tile (2.1.1: tiles the map marks as targets) |
-| SeizeCenter | num_ticks, progress_bonus, seize_bonus | |
-| SeizeQuadCenter | num_ticks, quadrant, progress_bonus, seize_bonus | |
-| ProtectLeader | target_protect, target_destroy | keywords (default leader, foes) |
-| EquipmentLevel | level, num_agent | ours: equipment level (2.1.1's EquipItem / FullyArmed count items) |
-| AttainCombatLevel | level, num_agent | ours |
-| NearTile | row, col, dist | ours: a live member within Chebyshev `dist` of (row, col) |
-
-Not built: HoardGold, EarnGold, SpendGold, MakeProfit, InventorySpaceGE, OwnItem, EquipItem,
-FullyArmed, ConsumeItem, HarvestItem, FireAmmo, ListItem, BuyItem (items, gold and the market are
-not in this game). Composition (`nmmo.tasks.spec`): and = min, or = max, not = 1 - p (2.1.1's
-AND, OR, NOT), sum = weighted sum clipped to [0, 1] (2.1.1's ADD and SUB with weights 1 and -1),
-at_least = the mean of the n best (ours). nmmo 2.1.1's MUL has no counterpart.
+Built-ins beside nmmo 2.1.1's `nmmo/task/base_predicates.py`: same names, arguments and meanings
+unless the class's `differences` says otherwise; `predicate_table` makes the table of docs/tasks.md
+("Predicates beside nmmo 2.1.1", with what is not built and how composition maps) from the
+classes, and a test keeps the page equal to it. Everywhere: the subject is a keyword relative to
+the task's holder (agent, team, leader = the team's first slot, foes, foe_leaders, left_team,
+right_team, left_team_leader, right_team_leader; nmmo 2.1.1's all_foes and my_team_leader are
+accepted), not a list of agent ids; dead members are out of state predicates, as in nmmo 2.1.1
+where the dead leave the datastore; events count from the task's start (its agent's spawn, or the
+episode's start for a team's task), not over the whole event log.
 """
 
 from __future__ import annotations
@@ -105,3 +74,14 @@ def known() -> list[str]:
 def _check(cls: object, where: str) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Predicate) and cls.name):
         raise ValueError(f"{where}: a predicate is a nmmo.tasks.Predicate subclass with a name, got {cls!r}")
+
+
+def predicate_table(classes: tuple[type[Predicate], ...] = BUILTINS) -> str:
+    """The Markdown table of docs/tasks.md: each predicate's name, arguments (its `params`) and
+    `differences` from nmmo 2.1.1, made from the classes so the page cannot restate them wrongly."""
+    lines = ["| predicate | arguments | differences from nmmo 2.1.1 |", "|---|---|---|"]
+    for cls in classes:
+        arguments = ", ".join(param.name for param in cls.params)
+        cells = [text.replace("|", r"\|") for text in (cls.name, arguments, cls.differences)]
+        lines.append("|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|")
+    return "\n".join(lines) + "\n"

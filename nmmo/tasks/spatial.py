@@ -41,6 +41,7 @@ class CanSeeTile(Predicate):
     """1 when a live member sees a tile of `tile_type` (a material)."""
 
     name = "CanSeeTile"
+    differences = "a material name (Lava, Water, Grass, Scrub, Forest, Stone)"
     params = (Param("tile_type", "choice", choices=MATERIALS),)
 
     def term(self, args: dict[str, Any], config: Config) -> Term:
@@ -51,6 +52,7 @@ class CanSeeGroup(Predicate):
     """1 when a live member sees a live agent of `target`."""
 
     name = "CanSeeGroup"
+    differences = "a keyword"
     params = (Param("target", "group"),)
 
     def bind(self, leaves: Leaves, ctx: Context) -> None:
@@ -83,6 +85,7 @@ class CanSeeAgent(Predicate):
     """CanSeeGroup for a target naming one agent ("leader", "left_team_leader", ...)."""
 
     name = "CanSeeAgent"
+    differences = "a keyword naming one agent (leader, ...), not an id"
     params = CanSeeGroup.params
 
     def rewrite(self, args: dict[str, Any], config: Config) -> dict:
@@ -106,6 +109,8 @@ class NearTile(Predicate):
     agent may make out of reach on a given map; a place within a few tiles is reachable on any."""
 
     name = "NearTile"
+    differences = ("ours: a live member within Chebyshev `dist` of (row, col); on the way, 1 - the distance "
+                   "beyond `dist` / (MAP_CENTER // 2)")
     params = (_ROW, _COL, Param("dist", "int", 2, 0, 4095, scale=128))
 
     def bind(self, leaves: Leaves, ctx: Context) -> None:
@@ -200,6 +205,7 @@ class SeizeTile(Predicate):
     nearest live member's distance / (MAP_CENTER // 2))."""
 
     name = "SeizeTile"
+    differences = "any tile (2.1.1: tiles the map marks as targets)"
     params = (_ROW, _COL, _NUM_TICKS, Param("progress_bonus", "float", 0.4, 0, 1, scale=1),
               Param("seize_bonus", "float", 0.3, 0, 1, scale=1))
 

@@ -1,4 +1,4 @@
-"""evaluation.cgroups: limits on a submission's whole group of processes.
+"""evaluation.sandbox.cgroups: limits on a submission's whole group of processes.
 
 v2 and v1 are checked against fake cgroup file systems in tmp_path (a fake mountinfo and
 /proc/self/cgroup, and a fake kernel that fills a directory with interface files on mkdir), since
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import cgroups
-from evaluation.cgroups import CgroupLimits
-from nmmo.envs.process import process_exists
+from evaluation.sandbox import cgroups
+from evaluation.sandbox.cgroups import CgroupLimits
+from nmmo.engines.process import process_exists
 
 MiB = 1 << 20
 

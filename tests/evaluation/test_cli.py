@@ -131,7 +131,7 @@ def test_recorded_tournament_replays_name_their_policies(tmp_path, config_path, 
     assert f"replays: {replays}/ (watch them:" in capsys.readouterr().out
     names = sorted(path.name for path in replays.glob("*.replay"))
     assert names == ["episode_000.replay", "episode_001.replay"]
-    replay = nmmo.io.replay.load_replay(replays / names[0])
+    replay = nmmo.replays.replay.load_replay(replays / names[0])
     assert replay.header["policies"] == ["random", "scripted:Meander", "scripted:Combat"]
     # which policy played each team, as dealt: 15 of 16 slots, five each
     assert sorted(replay.header["team_policy"]) == [0] * 5 + [1] * 5 + [2] * 5

@@ -7,12 +7,12 @@ import struct
 import numpy as np
 import pytest
 
-from evaluation.channel import ChannelError, decode_reply, encode_actions
 from evaluation.episode import with_horizon
 from evaluation.results import load_results, save_results
+from evaluation.sandbox.channel import ChannelError, decode_reply, encode_actions
 from evaluation.tournament import run_tournament
 from nmmo.config import load as load_config
-from nmmo.io.replay import load_replay
+from nmmo.replays.replay import load_replay
 
 from .conftest import small_config
 
@@ -21,7 +21,7 @@ from .conftest import small_config
 ATTACKS = """
 import sys
 
-from evaluation.channel import write_frame
+from evaluation.sandbox.channel import write_frame
 
 
 def send(payload):
@@ -59,7 +59,7 @@ class Lies(Attacker):  # a well-formed frame of actions for agents it does not c
     def act(self, observations):
         import numpy as np
 
-        from evaluation.channel import encode_actions
+        from evaluation.sandbox.channel import encode_actions
 
         ids = np.arange(1, 17, dtype=np.int64)
         rows = np.full((16, 3), -(2**63), dtype=np.int64)

@@ -6,7 +6,7 @@ import pytest
 
 from evaluation.episode import run_episodes
 from evaluation.journal import JOURNAL_FILE, Journal, recorded_secret
-from evaluation.sandbox import Limits
+from evaluation.sandbox.host import Limits
 from evaluation.tournament import Standings, _tasks, run_tournament, tournament_policies
 
 from .conftest import small_config

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import nmmo
-from evaluation.channel import decode_observations, encode_observations
+from evaluation.sandbox.channel import decode_observations, encode_observations
 from evaluation.submission import InProcessPolicy, SubprocessPolicy
 from nmmo.core import layout
 from nmmo.core.enums import EntityAttr

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import namespaces
-from evaluation.sandbox import Limits
+from evaluation.sandbox import namespaces
+from evaluation.sandbox.host import Limits
 from evaluation.tournament import run_tournament
 
 from .conftest import small_config
@@ -56,7 +56,7 @@ class StopRivals(Attacker):  # SIGSTOP every other worker it can see (not its ow
         mine = (os.getpid(), os.getppid(), 1)
         for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine]:
             try:
-                if b"evaluation.worker" in open(f"/proc/{{pid}}/cmdline", "rb").read():
+                if b"evaluation.sandbox.worker" in open(f"/proc/{{pid}}/cmdline", "rb").read():
                     os.kill(pid, signal.SIGSTOP)
                     stopped += 1
             except OSError:
@@ -303,7 +303,7 @@ def test_the_submission_is_an_unprivileged_uid_on_the_host(tmp_path):
         time.sleep(1.5)
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
-                if b"evaluation.worker" in Path(f"/proc/{pid}/cmdline").read_bytes() and ours(pid):
+                if b"evaluation.sandbox.worker" in Path(f"/proc/{pid}/cmdline").read_bytes() and ours(pid):
                     status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                                   if line.startswith(("Uid", "CapEff")))
                     seen.append((status["Uid"], status["CapEff"]))

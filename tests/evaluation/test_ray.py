@@ -7,9 +7,9 @@ import pytest
 
 import nmmo
 from evaluation.episode import RayEpisodePool, run_episodes
-from evaluation.sandbox import Limits
+from evaluation.sandbox.host import Limits
 from evaluation.tournament import _tasks, run_tournament
-from nmmo.envs.vector import VectorEnv
+from nmmo.engines.vector import VectorEnv
 
 from .conftest import small_config
 

@@ -1,4 +1,4 @@
-"""Hostile submissions are bounded and cannot reach past their own agents (evaluation.sandbox)."""
+"""Hostile submissions are bounded and cannot reach past their own agents (evaluation.sandbox.host)."""
 
 import os
 import signal
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import nmmo
-from evaluation import namespaces
-from evaluation.sandbox import HOME_PREFIX, Limits, remove_orphaned_homes
+from evaluation.sandbox import namespaces
+from evaluation.sandbox.host import HOME_PREFIX, Limits, remove_orphaned_homes
 from evaluation.submission import SubprocessPolicy
 
 from .conftest import small_config, write_policy
@@ -213,8 +213,9 @@ def test_no_process_outlives_a_killed_tournament(tmp_path):
     while time.monotonic() < deadline:  # wait until both episodes' submission workers run in the pool
         family = descendants(parent.pid) - {int(c) for c in Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
                                             .read_text().split()}
+        worker = [b"-m", b"evaluation.sandbox.worker"]
         workers = [p for p in family if Path(f"/proc/{p}/cmdline").exists()  # the worker, not its bwrap
-                   and Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"evaluation.worker"]]
+                   and Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[1:3] == worker]
         if len(workers) >= 2:
             break
         time.sleep(0.2)

@@ -159,3 +159,27 @@ def test_a_policy_that_ignores_its_task_scores_the_same_with_the_shuffled_input(
                  task_input="shuffled")
     with pytest.raises(ValueError, match="'mine'"):
         evaluate("train_small", "scripted:Forage", task_input="mine", **kwargs)
+
+
+def test_eval_with_two_task_inputs_compares_them_episode_by_episode(tmp_path, capsys):
+    """`nmmo eval --task-input own shuffled` plays the same episodes once per input and pairs them:
+    the paired mean is the mean of the per-episode differences; the follower, which reads its
+    task, completes more of its own tasks reading them than reading another's."""
+    import json
+
+    from evaluation.task_results import paired
+    from nmmo.cli import main
+
+    out = tmp_path / "eval"
+    assert main(["eval", "--config", "tournament", "--policy", "scripted:Follower", "--tasks", "heldout",
+                 "--task-input", "own", "shuffled", "--episodes", "2", "--ticks", "60", "--workers", "0",
+                 "--out", str(out), "--quiet"]) == 0
+    compared = json.loads((out / "results.json").read_text())["task_inputs"]
+    own, shuffled = compared["completion"]["own"], compared["completion"]["shuffled"]
+    assert len(own) == len(shuffled) == 2
+    cell = compared["paired"]["own - shuffled"]
+    assert cell["mean"] == pytest.approx(np.mean(np.subtract(own, shuffled))) and cell["n"] == 2
+    assert cell["mean"] > 0
+    assert paired([0.5, None], [0.25, 0.1]) == {"mean": 0.25, "low": None, "high": None, "n": 1}
+    with pytest.raises(ValueError, match="same episodes"):
+        paired([0.5], [0.25, 0.1])

@@ -11,7 +11,7 @@ from evaluation.results import load_results, results_config, save_results, valid
 from evaluation.tournament import evaluate, run_tournament, tournament_policies
 from nmmo.config import from_toml as nmmo_from_toml
 from nmmo.config import load as nmmo_config
-from nmmo.io.replay import load_replay
+from nmmo.replays.replay import load_replay
 
 from .conftest import CRASHING, GARBAGE, HANGING, small_config, write_policy
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import namespaces
-from evaluation.sandbox import Limits
+from evaluation.sandbox import namespaces
+from evaluation.sandbox.host import Limits
 from evaluation.submission import (
     InProcessPolicy,
     SubprocessPolicy,
@@ -175,7 +175,7 @@ def test_siblings_are_invisible_uids_are_private_and_the_init_shows_no_host_path
 @needs_sandbox
 @pytest.mark.skipif(os.geteuid() != 0, reason="as a normal user every worker runs as that user (docs)")
 def test_running_workers_hold_distinct_host_uids_from_the_range_and_give_them_back():
-    from evaluation.sandbox import Worker
+    from evaluation.sandbox.host import Worker
 
     first, second = Worker(Limits()), Worker(Limits())
     try:

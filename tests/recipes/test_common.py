@@ -44,3 +44,16 @@ def test_every_setting_has_an_option_that_round_trips():
     settings = common.settings_from(args)
     assert settings == common.PPOSettings(steps=8, gae_lambda=0.5)
     assert (args.config, args.agent_steps, args.seed, args.out) == ("trainers_small", 64, 0, None)
+
+
+def test_the_shared_hyperparameters_have_one_home():
+    """The hand-written loops' PPO settings shared with ``nmmo train`` take `Args`'s defaults and
+    help text (baselines/args.py), so changing one there changes every loop's."""
+    from baselines.args import Args, field_docs
+
+    assert {name: getattr(common.PPOSettings(), name) for name in common.SHARED} == {
+        name: getattr(Args(), name) for name in common.SHARED}
+    parser = common.parser("recipe", "a recipe")
+    common.add_settings(parser)
+    helps = {action.dest: action.help for action in parser._actions}
+    assert all(helps[name] == field_docs()[name] for name in common.SHARED)

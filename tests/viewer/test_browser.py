@@ -31,7 +31,7 @@ from client_server.server import WEB_DIST, create_app  # noqa: E402
 from nmmo.core.enums import Material  # noqa: E402
 from nmmo.envs.landscape import BLANK as LANDSCAPE_BLANK  # noqa: E402
 from nmmo.envs.landscape import NAME as LANDSCAPE  # noqa: E402
-from nmmo.envs.overlays import VALUE_BLANK  # noqa: E402
+from nmmo.replays.overlays import VALUE_BLANK  # noqa: E402
 
 from .conftest import running  # noqa: E402
 
@@ -220,7 +220,7 @@ def test_viewer_renders_overlays_seeks_and_inspects(server, browser, replay_dir)
 def check_task(browser, path: Path, agent: int, inspector: str) -> None:
     """The inspector names the agent's task (from the header's task names) and its progress at this
     tick, as the replay holds them; the overlay menu offers the tasks done overlay."""
-    from nmmo.io.replay import load_replay
+    from nmmo.replays.replay import load_replay
 
     replay = load_replay(path)
     frame = replay.frame(12)
@@ -364,7 +364,7 @@ def test_the_legend_names_one_meaning_per_colour_and_the_inspector_shows_values(
     """The legend names the players' and NPCs' shapes, the NPC kinds, attack styles and policies, each
     colour apart from every other (and from the terrain's: lava's red is no NPC's or policy's);
     the inspector of an agent of the baseline shows its value estimate as the replay recorded it."""
-    from nmmo.io.replay import NO_VALUE, VALUE_SCALE, load_replay
+    from nmmo.replays.replay import NO_VALUE, VALUE_SCALE, load_replay
 
     browser.get(f"{server}/?replay=baseline.replay")
     wait_for(browser, "return window.viewer && window.viewer.packets > 0 && window.viewer.tick === 0")

@@ -12,7 +12,7 @@ import pytest
 
 import nmmo
 from client_server.replays import ReplayCache
-from nmmo.io.replay import FIELDS, ReplayError, load_replay, read_header
+from nmmo.replays.replay import FIELDS, ReplayError, load_replay, read_header
 
 MiB = 2**20
 

@@ -15,8 +15,8 @@ from client_server.packets import SENT_FIELDS  # noqa: E402
 from client_server.protocol import parse_command  # noqa: E402
 from client_server.server import create_app  # noqa: E402
 from client_server.sessions import LiveSession  # noqa: E402
-from nmmo.envs.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK  # noqa: E402
-from nmmo.io.replay import load_replay  # noqa: E402
+from nmmo.replays.overlays import BUILTIN_BLANK, USER_BLANK, VALUE_BLANK  # noqa: E402
+from nmmo.replays.replay import load_replay  # noqa: E402
 
 from .conftest import running  # noqa: E402
 

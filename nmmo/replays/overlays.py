@@ -14,7 +14,7 @@ overlays are computed from the state tables when asked for:
   while they stood on each tile this episode (where tasks get done: the water a drinking task
   needs, the centre a holding task asks for).
 
-Built-ins are computed from a frame (`nmmo.io.replay.capture`: the viewer's columns of every entity
+Built-ins are computed from a frame (`nmmo.replays.replay.capture`: the viewer's columns of every entity
 slot) and the map, by `builtin_heatmap`: the live env and the viewer server's replays both call
 it, so a live run and its replay show the same picture, byte for byte.
 
@@ -38,7 +38,7 @@ from nmmo.core.enums import EntityAttr, Material
 from nmmo.core.layout import ObsBatch
 from nmmo.core.rules import danger_map, water_adjacent
 from nmmo.core.state import State
-from nmmo.io.replay import capture
+from nmmo.replays.replay import capture
 
 BUILTIN = ("visits", "food", "water", "danger", "skills", "tasks done")
 #: Built-ins a run (or replay) offers only when it has tasks (they read the frame's task fields).

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from nmmo.envs.process import process_exists
+from nmmo.engines.process import process_exists
 
 #: The directory every group goes under (created on demand, shared by tournaments on the machine).
 PARENT = "flatmmo"

@@ -7,7 +7,7 @@ observation builder run once over all of them and the per-call cost is paid once
 Layout:
 
 - Entity rows: every world's players first, world-major (world k's agent slot s is row
-  ``k * PLAYER_N + s``, the same row as in `nmmo.envs.vector`'s arrays), then every world's NPCs (world
+  ``k * PLAYER_N + s``, the same row as in `nmmo.engines.vector`'s arrays), then every world's NPCs (world
   k's NPC j is row ``K * PLAYER_N + k * NPC_N + j``). So ``row < n_players`` still means "a
   player", and within a world the rows keep a lone env's order (players, then NPCs, by slot).
 - Tiles: the worlds' maps, each with its lava border, stacked into one tall grid (world k's map in
@@ -42,9 +42,9 @@ from nmmo.core.realm import Realm
 from nmmo.core.rules import nobody_returns
 from nmmo.core.state import NO_TICK, Entities, State, Tiles
 from nmmo.core.systems import spawn
-from nmmo.envs.buffers import FINAL_PREFIX
+from nmmo.engines.buffers import FINAL_PREFIX
+from nmmo.engines.fused_tasks import FusedTasks
 from nmmo.envs.env import Env
-from nmmo.envs.fused_tasks import FusedTasks
 from nmmo.envs.outcomes import earned_points, mix_rewards
 
 #: Entity columns, and those that need translating between a lone world and the fused tables.
@@ -84,7 +84,7 @@ class FusedWorlds(Realm):
         self.start = np.zeros(k, dtype=np.int64)  # the clock's reading when each world's episode began
         self.next_player_id = np.ones(k, dtype=np.int64)
         self.next_npc_id = np.full(k, -1, dtype=np.int64)
-        self.rngs = WorldRngs([env._np_random for env in self.envs], self.world_of_row, self.lone_row, side * side)
+        self.rngs = WorldRngs([env.episodes.rng for env in self.envs], self.world_of_row, self.lone_row, side * side)
 
     # ------------------------------------------------------------ episodes
     def ticks(self) -> np.ndarray:
@@ -103,7 +103,7 @@ class FusedWorlds(Realm):
         lone, state = env.realm.state, self.state
         if state.tick >= REBASE_AT:
             self._rebase()
-        self.envs[k], self.rngs.generators[k] = env, env._np_random
+        self.envs[k], self.rngs.generators[k] = env, env.episodes.rng
         start = state.tick - lone.tick
         rows, side = self.rows_of[k], self.side
         for name in COLUMNS:
@@ -226,12 +226,12 @@ class FusedWorlds(Realm):
 
 
 class FusedBlock:
-    """K fused worlds behind the interface of `nmmo.envs.vector.EnvBlock`: rows ``start_row ..`` of
+    """K fused worlds behind the interface of `nmmo.engines.vector.EnvBlock`: rows ``start_row ..`` of
     the vector env's buffers, observations built straight into them, worlds reset on their own.
 
     The step is `Env.step_arrays` for all worlds at once (same validation, rewards, truncation
     and episode metrics), then the resets of the worlds whose episode ended. `env` is accepted for
-    `EnvBlock`'s signature: the fused engine runs `nmmo.Env` only (`nmmo.envs.vector.resolve_engine`)."""
+    `EnvBlock`'s signature: the fused engine runs `nmmo.Env` only (`nmmo.engines.vector.resolve_engine`)."""
 
     def __init__(self, config: Config, seeds: list[int], buffers: dict[str, np.ndarray], start_row: int,
                  env: type | str | None = None) -> None:
@@ -251,7 +251,7 @@ class FusedBlock:
         self.points_paid = np.zeros(self.rows, dtype=np.int64)  # as `Env.achievements_earned` keeps them
         self.points_owner = np.zeros(self.rows, dtype=np.int64)
         self.nobody_returns = nobody_returns(config)
-        self.tasks = FusedTasks(config, self.worlds) if config.has_tasks() else None  # `nmmo.envs.fused_tasks`
+        self.tasks = FusedTasks(config, self.worlds) if config.has_tasks() else None  # `nmmo.engines.fused_tasks`
 
     @property
     def envs(self) -> list[Env]:
@@ -282,7 +282,7 @@ class FusedBlock:
             self.worlds.load(k, env)
             self._refresh_codes(k)
             rows = slice(k * self.slots, (k + 1) * self.slots)
-            self.points_paid[rows], self.points_owner[rows] = env._points_paid, env._points_owner
+            self.points_paid[rows], self.points_owner[rows] = env.outcomes.points_paid, env.outcomes.points_owner
         self._observe(np.zeros(0, dtype=np.int64))
 
     def _reset_all(self, seeds: list[int | None]) -> None:
@@ -379,7 +379,7 @@ class FusedBlock:
         return earned_points(self.worlds.state.entities, slots, self.points_paid, self.points_owner)
 
     def _reward_values(self, slots: np.ndarray, died: np.ndarray, earned: np.ndarray | None) -> np.ndarray:
-        """`Env._reward_values` (the default reward) for slots of any world; team spirit mixes
+        """`Outcomes.reward_values` (the default reward) for slots of any world; team spirit mixes
         within each world's teams."""
         teams = self.world_of_slot[slots] * self.slots + self.worlds.state.entities.team[slots].astype(np.int64)
         tasks = None if self.tasks is None else self.tasks.rewards(slots)

@@ -1,6 +1,6 @@
-"""Submissions in bounded worker processes: the episode side of `evaluation.worker`.
+"""Submissions in bounded worker processes: the episode side of `evaluation.sandbox.worker`.
 
-Each untrusted policy gets a fresh ``python -m evaluation.worker`` process per episode:
+Each untrusted policy gets a fresh ``python -m evaluation.sandbox.worker`` process per episode:
 
 - **Environment.** Only `ENV_ALLOWED` variables pass (PATH, locale, PYTHONPATH, thread counts);
   HOME and TMPDIR point at a private temporary directory, removed afterwards (or, when the
@@ -14,13 +14,13 @@ Each untrusted policy gets a fresh ``python -m evaluation.worker`` process per e
   crashed tournament.
 - **Processes.** The worker leads its own process group: closing it kills the group, so children
   a submission forks die with it; and it dies when the episode process dies (parent-death signal).
-- **Channel.** Two OS pipes carrying frames of data (`evaluation.channel`): observations as raw
+- **Channel.** Two OS pipes carrying frames of data (`evaluation.sandbox.channel`): observations as raw
   arrays, replies as fixed binary frames of int64 arrays, each read with a deadline and a size
   limit. A reply that cannot be read is a malformed fault and the worker is replaced.
 - **Namespaces and cgroups.** Where the machine has them, the worker starts inside bubblewrap's
-  namespaces (`evaluation.namespaces`: an unprivileged uid, its own processes, no network, only
+  namespaces (`evaluation.sandbox.namespaces`: an unprivileged uid, its own processes, no network, only
   the packages and its own file on a read-only disk) and in a cgroup of its own
-  (`evaluation.cgroups`: memory and processes of all it forks together, an equal CPU weight);
+  (`evaluation.sandbox.cgroups`: memory and processes of all it forks together, an equal CPU weight);
   elsewhere it falls back to the bounds above and says so once.
 
 What remains to trust, per platform: docs/evaluation.md, "The trust model". Nothing a worker does
@@ -42,8 +42,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from evaluation import cgroups, namespaces
-from evaluation.channel import (
+from evaluation.sandbox import cgroups, namespaces
+from evaluation.sandbox.channel import (
     MAX_REPLY_BYTES,
     ChannelError,
     ChannelTimeout,
@@ -55,10 +55,10 @@ from evaluation.channel import (
     read_frame,
     write_frame,
 )
-from evaluation.faults import preview
+from evaluation.sandbox.texts import preview
 from nmmo.config import Config
 from nmmo.core.layout import ObsBatch
-from nmmo.envs.process import process_exists
+from nmmo.engines.process import process_exists
 
 #: Environment variables a worker inherits (everything else is dropped).
 ENV_ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "OMP_NUM_THREADS",
@@ -132,8 +132,8 @@ def remove_orphaned_homes(directory: str | None = None) -> list[str]:
 
 class Worker:
     """One worker process and its two pipes (see the module notes): in the namespace sandbox
-    (`evaluation.namespaces`) where this machine has one, in a cgroup of its own
-    (`evaluation.cgroups`) where it has those."""
+    (`evaluation.sandbox.namespaces`) where this machine has one, in a cgroup of its own
+    (`evaluation.sandbox.cgroups`) where it has those."""
 
     def __init__(self, limits: Limits, spec: str | None = None) -> None:
         remove_orphaned_homes()
@@ -147,7 +147,7 @@ class Worker:
         self.from_worker, from_worker_w = os.pipe()
         self.log = open(os.path.join(self.home, "worker.log"), "wb")  # noqa: SIM115 - closed in stop()
         # in its PID namespace the worker's parent is the sandbox's init: "0" skips its parent check
-        command = [sys.executable, "-m", "evaluation.worker", str(to_worker_r), str(from_worker_w),
+        command = [sys.executable, "-m", "evaluation.sandbox.worker", str(to_worker_r), str(from_worker_w),
                    "0" if self.sandboxed else str(os.getpid()), json.dumps(limits.to_dict())]
         steps = [] if self.cgroup is None else [self.cgroup.join_self]
         env, fds, args_fd = scrubbed_environment(self.home), [to_worker_r, from_worker_w], None
@@ -346,7 +346,7 @@ def send_observations(worker: Worker, batch: ObsBatch, deadline: float) -> None:
 
 
 def receive_actions(worker: Worker, deadline: float) -> Reply:
-    """The worker's reply to this tick (`evaluation.channel.decode_reply`); ChannelError otherwise."""
+    """The worker's reply to this tick (`evaluation.sandbox.channel.decode_reply`); ChannelError otherwise."""
     return decode_reply(worker.receive(deadline))
 
 

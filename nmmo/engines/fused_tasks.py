@@ -11,7 +11,7 @@ The compiled tasks cover every world, so they are rebuilt when the worlds start 
 respawn on (the configs that train: an episode then ends only at the horizon) every world reaches
 it on the same tick and all restart together; without respawn a world whose agents all die would
 restart alone, so a vector env with tasks and without respawn uses the loop engine
-(`nmmo.envs.blocks.resolve_engine`).
+(`nmmo.engines.blocks.resolve_engine`).
 
 A curriculum (``TASK_CURRICULUM``) lives in each world's lone env, which draws the world's tasks
 with it at the world's reset; as the lone envs do not evaluate tasks here, this module tells each
@@ -40,7 +40,7 @@ class FusedTasks:
         self.embeddings = np.zeros((self.rows, embedding_size(config)), dtype=np.float32)
         self.life_rewards = LifeRewards(self.rows)
         self.step: TaskStep | None = None
-        self.feeds = worlds.envs[0]._feeds_sampler  # the lone envs keep a curriculum: feed it
+        self.feeds = worlds.envs[0].tasking.feeds_sampler  # the lone envs keep a curriculum: feed it
         self.lives = LifeLedger(self.rows)
 
     def reset(self) -> None:
@@ -50,14 +50,14 @@ class FusedTasks:
         first_slot_of_unit = np.unique(self.state.unit_of_slot(), return_index=True)[1]  # a team's members hold one
         units = per_slot[first_slot_of_unit]
         self.state.reset(self.worlds.state, assignment=units, world_ticks=self.worlds.ticks())
-        self.embeddings[:] = np.concatenate([env._task_embeddings for env in envs])
+        self.embeddings[:] = np.concatenate([env.tasking.embeddings for env in envs])
         self.step = None
         ids = self.worlds.state.entities.id[: self.rows]
         self.life_rewards.start(ids)
         self.lives.start(self.worlds.state.entities.alive[: self.rows], ids)
 
     def evaluate(self) -> TaskStep:
-        """Every world's tasks after a tick (a lone env's `Tasking._evaluate_tasks`)."""
+        """Every world's tasks after a tick (a lone env's `Tasking.evaluate`)."""
         self.step = step = self.state.evaluate(self.worlds.state, self.worlds.ticks())
         ids = self.worlds.state.entities.id[: self.rows]
         self.life_rewards.add(ids, step.rewards)

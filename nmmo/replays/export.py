@@ -5,7 +5,7 @@ white, NPCs black), upscaled `scale` x `scale` so a tile reads as a square; with
 overlay at that tick is blended under the entities as the viewer blends it (recorded overlays such
 as ``value``, or the built-ins computed from the frames as the viewer server computes them).
 
-A replay is untrusted input: it is read by `nmmo.io.replay.load_replay` (its checks and its
+A replay is untrusted input: it is read by `nmmo.replays.replay.load_replay` (its checks and its
 `max_bytes` bound), and an export is refused before any frame is drawn when it would hold more than
 `MAX_EXPORT_PIXELS` in memory (Pillow keeps every frame of a GIF until it writes the file). Output
 files are written atomically (a reader sees the old file or the whole new one).
@@ -24,7 +24,7 @@ import numpy as np
 
 from nmmo.core.render import entities_rgb, overlay_rgb, upscale
 from nmmo.io.files import atomic_path, atomic_write_bytes
-from nmmo.io.replay import Replay, quantize
+from nmmo.replays.replay import Replay, quantize
 
 #: Pixels of all frames together that an export may hold (a GIF's frames, one byte a pixel once
 #: paletted): 2**30 is 1024 frames of 1024 x 1024.
@@ -83,7 +83,7 @@ def check_export(replay: Replay, plan: Export) -> None:
 
 
 def _overlay_names(replay: Replay) -> list[str]:
-    from nmmo.envs.overlays import builtin_names
+    from nmmo.replays.overlays import builtin_names
 
     tasks = isinstance(replay.header.get("tasks"), dict)
     return [*builtin_names(tasks), *replay.overlay_names]
@@ -102,7 +102,7 @@ class _Overlays:
 
     def at(self, tick: int) -> np.ndarray | None:
         """The overlay at `tick` (0..255 per tile), None where it has no data yet; ticks ascending."""
-        from nmmo.envs.overlays import add_completions, add_visits, builtin_heatmap
+        from nmmo.replays.overlays import add_completions, add_visits, builtin_heatmap
 
         replay = self.replay
         if self.name in replay.overlay_names:

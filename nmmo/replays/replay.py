@@ -1,7 +1,7 @@
 """Replays: record any env run, save it as one compressed, versioned file, load and validate it.
 
-Recording (`nmmo.io.recording`): ``nmmo.Env(config, record=True)`` (or ``env.record()`` before ``reset``) captures a
-frame per tick; ``env.save_replay(path)`` writes it. A frame is the entity table reduced to what a
+Recording (`nmmo.replays.recording`): ``nmmo.Env(config, record=True)`` (or ``env.record()`` before
+``reset``) captures a frame per tick; ``env.save_replay(path)`` writes it. A frame is the entity table reduced to what a
 viewer shows (one column per field below, one entry per entity slot), taken from the tables after
 ``reset`` and after every step. The map is stored once; tile changes (harvested and regrown
 forests) and user overlay changes are stored as events.
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from nmmo.io import npz
-from nmmo.io.recording import (  # noqa: F401
+from nmmo.replays.recording import (  # noqa: F401
     ADDED_IN,
     FIELDS,
     FORMAT,

@@ -5,8 +5,8 @@ node's ``host:port``) or, with no address, starts a private local one with this 
 no dashboard and usage statistics off. Every entry point that takes ``--ray``/``--ray-address``
 calls it, and a second call is a no-op, so one process shares one Ray session.
 
-`RayBlocks` is the Ray backend of `nmmo.envs.vector.VectorEnv`: each actor steps a block of envs (one
-fused block, `nmmo.envs.fused`, with the default engine). The parent keeps, per env, the seed of the
+`RayBlocks` is the Ray backend of `nmmo.engines.vector.VectorEnv`: each actor steps a block of envs (one
+fused block, `nmmo.engines.fused`, with the default engine). The parent keeps, per env, the seed of the
 running episode and the actions played since it began (the engine is deterministic), so when an
 actor dies a new one is started and replays them: the run goes on with exactly the state, and so
 exactly the results, it would have had.
@@ -22,8 +22,8 @@ import numpy as np
 from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.layout import layout as obs_layout
-from nmmo.envs.blocks import make_block
-from nmmo.envs.buffers import allocate_buffers, episode_width, final_name, stack_episodes, step_fields
+from nmmo.engines.blocks import make_block
+from nmmo.engines.buffers import allocate_buffers, episode_width, final_name, stack_episodes, step_fields
 
 MAX_REPLACEMENTS = 3  # per call: an actor that dies this often in a row points at a bug, not bad luck
 

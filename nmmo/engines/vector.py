@@ -5,7 +5,7 @@ reset at once (their rows report ``truncated`` and then hold the new episode's a
 ``workers > 0`` the envs are split across worker processes that write observations straight into
 shared-memory buffers, so the parent reads them without copies or pickling; ``workers=0`` steps
 them in this process; ``backend="ray"`` puts the blocks of envs in Ray actors instead (on this
-machine or a cluster, see `nmmo.envs.distributed`), and a killed actor is replaced and brought back to
+machine or a cluster, see `nmmo.engines.distributed`), and a killed actor is replaced and brought back to
 the same state by replaying its episodes. Whatever the backend, the results are identical for the
 same seeds.
 
@@ -25,8 +25,8 @@ import numpy as np
 from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.layout import layout as obs_layout
-from nmmo.envs.blocks import ENGINES, EnvBlock, env_spec, load_env_class, make_block, resolve_engine
-from nmmo.envs.buffers import (
+from nmmo.engines.blocks import ENGINES, EnvBlock, env_spec, load_env_class, make_block, resolve_engine
+from nmmo.engines.buffers import (
     METRIC_NAMES,
     STEP_FIELDS,
     TASK_FIELDS,
@@ -36,7 +36,7 @@ from nmmo.envs.buffers import (
     final_name,
     stack_episodes,
 )
-from nmmo.envs.process import die_with_parent
+from nmmo.engines.process import die_with_parent
 
 __all__ = ["ENGINES", "METRIC_NAMES", "STEP_FIELDS", "EnvBlock", "VecStep", "VectorEnv", "allocate_buffers",
            "env_spec", "load_env_class", "make_block", "resolve_engine", "stack_episodes"]
@@ -136,7 +136,7 @@ class _Processes:
 
 def _check_mix(config: Config) -> None:
     """A mix of games (GAME_MIX) needs one observation layout and population for all of them."""
-    from nmmo.envs.blocks import member_configs
+    from nmmo.engines.blocks import member_configs
 
     names = config.GAME_MIX.split(",") if config.GAME_MIX else []
     for member in member_configs(config, 0, len(names)):
@@ -147,7 +147,7 @@ def _check_mix(config: Config) -> None:
 class VectorEnv:
     """K copies of an env config stepped together: in this process (``workers=0``), across worker
     processes (``workers=N``) or across Ray actors (``backend="ray"``, ``workers`` actors; pass
-    ``ray_address`` to use an existing cluster, see `nmmo.envs.distributed.init`).
+    ``ray_address`` to use an existing cluster, see `nmmo.engines.distributed.init`).
 
     `env` picks the env class, for example an `nmmo.Env` subclass that overrides ``reward`` (the
     custom-reward recipe): the class itself, or a ``pkg.module:Class`` / ``path/to/file.py:Class``
@@ -156,7 +156,7 @@ class VectorEnv:
 
     `engine` says how each block of envs (all of them in this process, or each worker's or actor's
     share) is stepped: ``"fused"`` holds the block's worlds in one set of tables and runs every
-    system once per tick for all of them (`nmmo.envs.fused`; several times faster for small worlds,
+    system once per tick for all of them (`nmmo.engines.fused`; several times faster for small worlds,
     identical results), ``"loop"`` steps one `Env` after another. The default, None, is
     ``"fused"``, or ``"loop"`` when `env` names a custom env class (the fused engine runs
     `nmmo.Env`'s own rules and rewards; ``engine="fused"`` with such a class is a ValueError).
@@ -183,7 +183,7 @@ class VectorEnv:
         seeds = np.random.SeedSequence(seed).generate_state(num_envs).tolist()
         self.backend = backend
         if backend == "ray":
-            from nmmo.envs.distributed import RayBlocks
+            from nmmo.engines.distributed import RayBlocks
 
             self.workers = min(max(workers, 1), num_envs)
             self.buffers = allocate_buffers(self.config, self.rows)

@@ -1,5 +1,5 @@
 """Recording a replay: a frame of the viewer's fields per tick, tile changes, the event log and
-user overlays, saved as one file (the format: `nmmo.io.replay`, which reads it)."""
+user overlays, saved as one file (the format: `nmmo.replays.replay`, which reads it)."""
 
 from __future__ import annotations
 
@@ -258,7 +258,7 @@ class Recorder:
         size = self.material.shape[0]
         arrays["overlay_data"] = (np.stack([e[2] for e in self.overlay_events]) if self.overlay_events
                                   else np.zeros((0, size, size), dtype=np.uint8))
-        if self.games is not None:  # one JSON list: a document per frame (read by `nmmo.io.replay`)
+        if self.games is not None:  # one JSON list: a document per frame (read by `nmmo.replays.replay`)
             text = json.dumps(self.games, separators=(",", ":")).encode()
             limit = min(MAX_GAME_BYTES, len(self.games) * MAX_GAME_FRAME_BYTES)
             if len(text) > limit or not all(game_document(game) for game in self.games):  # what a reader accepts

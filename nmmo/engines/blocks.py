@@ -1,6 +1,6 @@
 """Blocks of envs: what one process (or Ray actor) of a vector env steps, writing into its rows of
-the shared buffers (`nmmo.envs.buffers`). `EnvBlock` loops over lone envs (any `nmmo.Env` subclass);
-the fused engine (`nmmo.envs.fused.FusedBlock`) holds its worlds in one set of tables. `resolve_engine`
+the shared buffers (`nmmo.engines.buffers`). `EnvBlock` loops over lone envs (any `nmmo.Env` subclass);
+the fused engine (`nmmo.engines.fused.FusedBlock`) holds its worlds in one set of tables. `resolve_engine`
 picks between them."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 from nmmo.config import Config
 from nmmo.core.layout import filled
 from nmmo.core.rules import nobody_returns
-from nmmo.envs.buffers import METRIC_NAMES, episode_width, final_name, stack_episodes
+from nmmo.engines.buffers import METRIC_NAMES, episode_width, final_name, stack_episodes
 from nmmo.envs.env import Env
 
 
@@ -48,7 +48,7 @@ ENGINES = ("fused", "loop")
 
 
 def resolve_engine(engine: str | None, env: type | str | None, config: Config | None = None) -> str:
-    """The engine a vector env uses: "fused" (`nmmo.envs.fused`, K worlds in one set of tables) unless
+    """The engine a vector env uses: "fused" (`nmmo.engines.fused`, K worlds in one set of tables) unless
     `env` names a custom env class, whose overrides (rewards, logs) only a loop of its own
     instances can run, or the observation has a computed field (`nmmo.core.layout.filled`) that
     reads a lone env (all but the task embedding with respawn on); asking for "fused" then is an error."""
@@ -65,7 +65,7 @@ def resolve_engine(engine: str | None, env: type | str | None, config: Config | 
                              "ends run in a lone env); use engine='loop' (the default picks it)")
         return "loop"
     if engine == "fused" and computed:
-        why = " (tasks: only with respawn on, see nmmo.envs.fused_tasks)" if computed == ["task"] else ""
+        why = " (tasks: only with respawn on, see nmmo.engines.fused_tasks)" if computed == ["task"] else ""
         raise ValueError(f"engine='fused' does not compute the observation fields {computed}{why}; use engine='loop' "
                          "(the default picks it)")
     return engine or ("loop" if custom or computed else "fused")
@@ -73,7 +73,7 @@ def resolve_engine(engine: str | None, env: type | str | None, config: Config | 
 
 def fused_fills(config: Config) -> set[str]:
     """The computed observation fields the fused engine fills itself: the task embedding, when
-    every world's episode ends at the horizon (`nmmo.envs.fused_tasks`)."""
+    every world's episode ends at the horizon (`nmmo.engines.fused_tasks`)."""
     return {"task"} if config.has_tasks() and not nobody_returns(config) else set()
 
 
@@ -99,7 +99,7 @@ def make_block(config: Config, seeds: list[int], buffers: dict[str, np.ndarray],
                env: type | str | None = None, engine: str = "fused"):
     """The block of envs one process (or Ray actor) steps: a `FusedBlock` or an `EnvBlock`."""
     if engine == "fused":
-        from nmmo.envs.fused import FusedBlock
+        from nmmo.engines.fused import FusedBlock
 
         return FusedBlock(config, seeds, buffers, start_row, env)
     return EnvBlock(config, seeds, buffers, start_row, env)

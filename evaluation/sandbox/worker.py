@@ -1,6 +1,6 @@
-"""The process a submission runs in: ``python -m evaluation.worker FD_IN FD_OUT PARENT_PID LIMITS``.
+"""The process a submission runs in: ``python -m evaluation.sandbox.worker FD_IN FD_OUT PARENT_PID LIMITS``.
 
-Started by `evaluation.sandbox` with a scrubbed environment, in a session (process group) of its
+Started by `evaluation.sandbox.host` with a scrubbed environment, in a session (process group) of its
 own, stdin closed and its output in a log file. Before any submission code is imported it:
 
 1. asks the kernel to kill it when its parent dies (Linux ``PR_SET_PDEATHSIG``), and exits at once
@@ -10,7 +10,7 @@ own, stdin closed and its output in a log file. Before any submission code is im
 3. reads an ``init`` message (the spec, the config as TOML, the seed), builds ``Policy(config)``,
    calls ``reset(seed)``, and answers ``ready`` (or ``error``).
 
-Then it answers each ``act`` frame (this tick's observations, `evaluation.channel`) with the
+Then it answers each ``act`` frame (this tick's observations, `evaluation.sandbox.channel`) with the
 policy's actions as arrays (agent ids and (direction, style, target) rows: a dict the policy
 returns is read here, by `nmmo.core.actions.action_rows`), or an error; a ``close`` message ends it.
 Replies are fixed binary frames of arrays and short texts: the episode never parses JSON or
@@ -23,7 +23,7 @@ import resource
 import sys
 from typing import Any
 
-from nmmo.envs.process import die_with_parent
+from nmmo.engines.process import die_with_parent
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     die_with_parent(parent or None)  # 0: in a PID namespace, whose init is the parent that matters
     apply_limits(json.loads(argv[3]))
 
-    from evaluation.channel import (
+    from evaluation.sandbox.channel import (
         MAX_OBSERVATION_BYTES,
         ChannelError,
         decode_message,
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         read_frame,
         write_frame,
     )
-    from evaluation.faults import error_text
+    from evaluation.sandbox.texts import error_text
     from nmmo.policy import act_rows
 
     try:
