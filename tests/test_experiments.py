@@ -190,7 +190,8 @@ def test_gradient_steps_follow_live_agent_steps_and_the_note_flags_unequal_rates
     assert "cap 4: 8.00" in note and "cap 256: 40.00" in note
 
 
-def test_tasks_experiment_compares_conditioned_blind_and_shuffled_agents_on_heldout_tasks(tmp_path, capsys):
+def test_tasks_experiment_compares_conditioned_blind_and_shuffled_agents_on_heldout_tasks(tmp_path, capsys,
+                                                                                          monkeypatch):
     from baselines.experiments import tasks
     from baselines.policy import CheckpointPolicy
 
@@ -230,8 +231,10 @@ def test_tasks_experiment_compares_conditioned_blind_and_shuffled_agents_on_held
         assert summary[key]["pooled"]["mean"] == pytest.approx(expected)  # paired episode by episode
     assert summary["verdict"][-1].startswith(("Not shown", "Shown"))
     assert min(png_size(out / "tasks.png")) > 100
-    seen = []  # a resume trains nothing
+    seen = []  # a resume trains nothing and plays nothing: the references are kept
     budget = Budget(100, rows=16, minibatch_agent_steps=1024, eval_episodes=2, eval_ticks=8, eval_seed=11,
                     progress=False)
+    monkeypatch.setattr(tasks, "heldout_play", None)  # called, it would fail
     again = tasks.run_tasks(tiny, (0,), budget, out, resume=True, on_run=seen.append, eval_config=tiny)
     assert seen == [] and again["summary"]["rows"] == summary["rows"]
+    assert again["summary"]["references"] == summary["references"]

@@ -164,12 +164,21 @@ def run_tasks(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS, budget: Budg
     results = run_all("tasks", runs, budget, out, settings, evaluator(budget, heldout, eval_config), resume, command,
                       on_run, trainer(train_tasks, curriculum, teacher, teacher_steps, init),
                       task_reward_recipe(config, teacher, teacher_steps))
-    # no training: measured again on a resume
-    results["references"] = {spec: heldout_play(spec, budget, heldout, eval_config) for spec in references}
+    # the references are deterministic: a resume (same settings, checked by run_all) keeps those measured
+    kept = previous_references(out / "tasks.json") if resume else {}
+    results["references"] = {spec: kept.get(spec) or heldout_play(spec, budget, heldout, eval_config)
+                             for spec in references}
     results["summary"] = summarize(results, runs)
     save_results(out / "tasks.json", results)
     plot(results, runs, out / "tasks.png")
     return results
+
+
+def previous_references(path: Path) -> dict[str, Any]:
+    """The references an earlier invocation measured (none when it left no results file)."""
+    import json
+
+    return json.loads(path.read_text()).get("references", {}) if path.is_file() else {}
 
 
 def _arm_cells(entries: list[dict], key: str, part: str | None = None) -> dict[str, Any]:
