@@ -117,8 +117,12 @@ else:
     policies = tuple(sys.argv[5:]) if workload == "sandbox" else BOTS
     if workload == "sandbox":
         import shutil
-        from evaluation.sandbox import cgroups, namespaces
-        from evaluation.sandbox.host import Limits
+        try:  # the sandbox's sub-package (issue 56), or the flat modules of a tree before it
+            from evaluation.sandbox import cgroups, namespaces
+            from evaluation.sandbox.host import Limits
+        except ImportError:
+            from evaluation import cgroups, namespaces
+            from evaluation.sandbox import Limits
         from evaluation.submission import check_spec, is_trusted
         assert not any(is_trusted(spec) for spec in policies), policies
         if not namespaces.available():  # NMMO_REQUIRE_SANDBOX=1 raises here instead
