@@ -74,7 +74,8 @@ class ObservationBuilder:
         #: per entity row, what to subtract from its tile row to get the row observations show
         #: (the fused engine stacks worlds' maps in one grid; None: nothing, a lone world)
         self.row_offset: np.ndarray | None = None
-        #: packed Tile rows of every tile, kept current by their owner (the fused engine), or None
+        #: packed Tile rows of every tile (`TileCodes`): kept in step by `observe` for a lone world,
+        #: by the fused engine for its stacked ones
         self.codes: TileCodes | None = None
 
     def _window(self, grid: np.ndarray) -> np.ndarray:
@@ -100,11 +101,22 @@ class ObservationBuilder:
         """Fresh buffers with the observations of `live` agents and the final ones of agents that
         `died` this tick (they see themselves on their last tile), computed fields from `source`."""
         out = self.acquire(np.concatenate([live, died]))
+        self._track_tiles(state)
         feats = self.entity_features(state)
         self.build(state, live, out, feats)
         self.build(state, died, out, feats, died=True)
         self.fill(out, source, np.concatenate([live, died]))
         return out
+
+    def _track_tiles(self, state: State) -> None:
+        """Keep a lone world's packed Tile rows (`TileCodes`) in step with its grids: made anew when
+        the grids are new (a reset), then updated where entities stood or stand and forests changed.
+        One gather of them is cheaper than building the Tile columns (docs/benchmarks.md)."""
+        tiles = state.tiles
+        if self.codes is None or self.codes.source is not tiles:
+            self.codes = TileCodes(tiles.material, tiles.occupancy, tiles.material.shape[0])
+            self.codes.source = tiles
+        self.codes.update(state)
 
     def refill(self, out: Observations, state: State, live: np.ndarray, died: np.ndarray) -> None:
         """Build the observations of `live` agents, and the final ones of agents that `died` this
@@ -276,17 +288,15 @@ class TileCodes:
         self.grid = np.empty(material.shape, dtype=np.int64)
         self.flat = self.grid.ravel()
         self.cols, self.side = material.shape[1], side
+        self.shown = _shown_bits(material.shape, side)
         self._last = np.zeros(0, dtype=np.int64)  # tiles to look at next time
+        self.source: object = None  # the grids' owner (`ObservationBuilder._track_tiles` compares it)
         self.refresh(slice(None))
 
     def refresh(self, cells: np.ndarray | slice) -> None:
         """Recompute the packed rows of `cells` (flat indices, or a slice of them)."""
-        if isinstance(cells, slice):
-            cells = np.arange(self.flat.size)[cells]
-        row, col = np.divmod(cells, self.cols)
-        occupied = (self.occupancy[cells] >= 0).astype(np.int64)
-        shown = ((row % self.side) << 32) | (col << 48)  # ROW and COL (row within the world)
-        self.flat[cells] = shown | self.material[cells] | (occupied << 16)
+        occupied = (self.occupancy[cells] >= 0).astype(np.int64) << 16
+        self.flat[cells] = self.shown[cells] | self.material[cells] | occupied
 
     def update(self, state: State) -> None:
         """Refresh the tiles that may have changed since the last update (see the class notes)."""
@@ -295,6 +305,21 @@ class TileCodes:
         now = ent.row[live].astype(np.int64) * self.cols + ent.col[live]
         self.refresh(np.concatenate([self._last, now]))
         self._last = np.concatenate([now, state.tiles.depleted])
+
+
+_SHOWN: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _shown_bits(shape: tuple[int, int], side: int) -> np.ndarray:
+    """Every tile's ROW and COL columns packed as `TileCodes` packs them (the row within its
+    world of `side` rows), flat; the same for every episode on grids of this shape, so kept."""
+    key = (*shape, side)
+    if key not in _SHOWN:
+        if len(_SHOWN) >= 4:
+            _SHOWN.clear()
+        row, col = np.divmod(np.arange(shape[0] * shape[1], dtype=np.int64), shape[1])
+        _SHOWN[key] = ((row % side) << 32) | (col << 48)
+    return _SHOWN[key]
 
 
 class RecyclingPool:
