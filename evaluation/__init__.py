@@ -3,6 +3,7 @@
 - `evaluate(config, policy, ...)`: one policy controls every agent; its metric table.
 - `run_tournament(config, policies, ...)`: policies share one world; SR anchored on Scripted Combat.
 - `save_results` / `load_results`: JSON + CSV result files that round-trip and say how to reproduce.
+- `evaluation.arena`: an always-on tournament over a database (``nmmo arena serve``; docs/arena.md).
 
 Submissions (``file.py:Class``, ``pkg.module:Class``) run in worker processes with a per-tick
 time budget, in the sandbox (`evaluation.sandbox`); see `evaluation.submission` and docs/evaluation.md.

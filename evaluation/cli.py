@@ -226,8 +226,9 @@ def limits_from(args: argparse.Namespace) -> Limits:
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    """`nmmo eval`, `nmmo tournament`, `nmmo experiment table1` and `nmmo demo`."""
+    """`nmmo eval`, `nmmo tournament`, `nmmo experiment table1`, `nmmo demo` and `nmmo arena ...`."""
     from evaluation import demo
+    from evaluation.arena import cli as arena
     from evaluation.table1 import BOTS, CAPS, FOREST_THRESHOLDS
     from nmmo.cli import command_group
     from nmmo.policy import spec_forms
@@ -325,3 +326,4 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     table1.set_defaults(func=_cmd_table1, interrupted=_table1_interrupted)
 
     demo.add_command_to(subparsers)
+    arena.add_commands(subparsers)
