@@ -14,6 +14,13 @@ killed server's whole process tree, and the probes' forks). Prints the figures a
 
     python benchmarks/bench_arena_soak.py --minutes 30        # the issue's soak (2 cores: --workers 2)
     python benchmarks/bench_arena_soak.py --minutes 2 --ticks 64   # a quick check that it all works
+    python benchmarks/bench_arena_soak.py --minutes 30 --upload    # the submissions uploaded by participants
+
+With --upload (arena part 2) the operator adds only the trusted entries; the eight honest
+submissions and the ten probes are each a participant of their own, registered with
+``nmmo arena register`` and uploaded through ``POST /api/submit`` once the server serves: each is
+smoke-tested, and the probes that fail it never enter the pool (the verdicts are printed). The
+clock of the soak (and its kills) starts when the uploads are done.
 
 The canonical config (`tournament`, 100 agents) cut to --ticks (default 256, so that a 30-minute
 soak commits a few hundred episodes and each kill is likely to land mid-episode).
@@ -186,17 +193,45 @@ def check_database(db_path: Path, cut_off: list[int]) -> dict:
                                  sum(row["faults"].values())) for row in board]}
 
 
-def add_entries(db_path: Path, directory: Path, marker: str) -> int:
+def add_entries(db_path: Path, directory: Path, marker: str, trusted_only: bool = False) -> int:
     from evaluation.arena.probes import write_probes
     from nmmo.cli import main
 
     (directory / "honest.py").write_text(SUBMISSIONS)
-    specs = [*TRUSTED, *(f"{directory / 'honest.py'}:{name}" for name in HONEST),
-             *write_probes(directory, marker)]
+    specs = [*TRUSTED] if trusted_only else [*TRUSTED, *(f"{directory / 'honest.py'}:{name}" for name in HONEST),
+                                             *write_probes(directory, marker)]
     for spec in specs:
         if main(["arena", "add", spec, "--db", str(db_path)]) != 0:
             raise SystemExit(f"could not add {spec}")
     return len(specs)
+
+
+def upload_entries(db_path: Path, url: str, directory: Path, marker: str) -> dict[str, str]:
+    """Register one participant per honest submission and probe and upload each through the HTTP API
+    (its own file: the class's source with a line naming its participant); return {participant: verdict}."""
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    from evaluation.arena.participant_cli import http_post
+    from evaluation.arena.probes import PROBES, write_probes
+    from nmmo.cli import main
+
+    probes = Path(write_probes(directory / "probe_source", marker)[0].rsplit(":", 1)[0]).read_text()
+    uploads = [(name, SUBMISSIONS, name) for name in HONEST] + [(f"probe-{name}", probes, name) for name in PROBES]
+    verdicts = {}
+    for participant, source, class_name in uploads:
+        out = StringIO()
+        with redirect_stdout(out):
+            if main(["arena", "register", participant, "--db", str(db_path)]) != 0:
+                raise SystemExit(f"could not register {participant}: {out.getvalue()}")
+        token = out.getvalue().strip().splitlines()[-1]
+        body = f"{source}\n# uploaded by {participant}\n".encode()
+        headers = {"X-Arena-Filename": "agent.py", "X-Arena-Class": class_name}
+        verdict = http_post(url, "/api/submit", token, body, headers)
+        verdicts[participant] = verdict["status"] + ("" if verdict["status"] == "accepted" else
+                                                     f": {verdict['reason'][:160]}")
+        print(f"soak: {participant} v{verdict['version']} {verdicts[participant]}", flush=True)
+    return verdicts
 
 
 def main() -> None:
@@ -209,6 +244,10 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=2, help="kill -9s of the server, evenly spread")
     parser.add_argument("--rss-at", type=float, default=5.0, help="minute of the early RSS sample (at most a "
                         "sixth of --minutes)")
+    parser.add_argument("--keep-replays", type=int, default=200, help="the server's --keep-replays (0: record no "
+                        "replays, as part 1's soak did)")
+    parser.add_argument("--upload", action="store_true", help="participants upload the honest submissions and "
+                        "the probes through the HTTP API (arena part 2) instead of nmmo arena add")
     parser.add_argument("--out", type=Path, default=None, help="folder for the database and the server's log "
                         "(default: a new temporary one, kept)")
     args = parser.parse_args()
@@ -219,16 +258,17 @@ def main() -> None:
         raise SystemExit(f"{db_path} exists: give a new --out")
     os.environ.setdefault("NMMO_CACHE_DIR", str(out / "cache"))
     marker = f"nmmo-soak-probe-{os.getpid()}"
-    entries = add_entries(db_path, out, marker)
+    entries = add_entries(db_path, out, marker, trusted_only=args.upload)
     flags = ["--db", str(db_path), "--port", "0", "--workers", str(args.workers), "--config", args.config,
-             "--ticks", str(args.ticks), "--seats", str(args.seats)]
+             "--ticks", str(args.ticks), "--seats", str(args.seats), "--keep-replays", str(args.keep_replays)]
     total_s = args.minutes * 60
     early_s = min(args.rss_at * 60, total_s / 6)
     kill_at = [total_s * (i + 1) / (args.kills + 1) for i in range(args.kills)]
     print(f"soak: {entries} entries added ({entries + 5} with the anchor and bots), {args.minutes:g} min, kill -9 at "
           f"{', '.join(f'{t / 60:.1f}' for t in kill_at)} min; {out}", flush=True)
-    began = time.monotonic()
     server = Server(flags, log)
+    uploaded = upload_entries(db_path, server.url, out, marker) if args.upload else None
+    began = time.monotonic()
     samples, kills, cut_off = [], [], []
     segment_rss: list[list[tuple[float, float]]] = [[]]
     try:
@@ -290,6 +330,8 @@ def main() -> None:
         "rss_ratio": round(samples[-1][1] / early, 3) if early and samples else None,
         "last_server_rss_ratio": round(last_segment[-1][1] / seg_early, 3) if seg_early and last_segment else None,
         "out": str(out),
+        **({"uploads": uploaded, "uploads_accepted": sum(v == "accepted" for v in uploaded.values())}
+           if uploaded is not None else {}),
     }
     ok = (not result["duplicate_claims"] and not result["half_episodes"] and not result["ratings_differences"]
           and all(not k["left"] for k in kills) and not left_at_end and not forks_left

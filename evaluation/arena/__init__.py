@@ -12,6 +12,10 @@ never half-counted (`evaluation.arena.server`).
 
 Modules: `db` (schema, migrations, the one write per episode), `queries` (what the status command
 and the JSON endpoints read), `ratings`, `matchmaking`, `workers` (episode worker processes or Ray
-actors), `server` (the service loop), `api` (the JSON endpoints), `probes` (hostile submissions to
-check the bounds with), `cli` (``nmmo arena ...``). The operator's guide: docs/arena.md.
+actors), `server` (the service loop), `api` (the endpoints and pages), `probes` (hostile submissions to
+check the bounds with), `cli` (``nmmo arena ...``). Participants (part 2): `participants` (tokens,
+versions), `uploads` (the content-addressed store), `smoke` (the test before a version joins),
+`writes` (the POST endpoints), `pages` (HTML), `replays` (recording, retention, the viewer),
+`participant_cli` (``register``, ``submit``, ``withdraw``). The operator's guide: docs/arena.md;
+the participant's: docs/arena_participant.md.
 """

@@ -42,9 +42,12 @@ def _database_errors(func: Callable[[argparse.Namespace], int]) -> Callable[[arg
 def _cmd_serve(args: argparse.Namespace) -> int:
     from evaluation.arena.server import ArenaServer, ServeOptions
     from evaluation.arena.settings import requested_format
+    from evaluation.arena.uploads import UploadLimits
 
     requested = requested_format(args.config, args.ticks, args.seats, args.time_budget)
-    options = ServeOptions(args.workers, args.host, args.port, args.ray_address, args.max_episodes)
+    limits = UploadLimits(int(args.upload_mb * 2**20), args.upload_files, args.uploads_per_hour)
+    options = ServeOptions(args.workers, args.host, args.port, args.ray_address, args.max_episodes, args.viewer_port,
+                           args.keep_replays, args.replay_mb, limits)
     return ArenaServer(args.db, requested, options, args.seed).run()
 
 
@@ -57,6 +60,14 @@ def _check_serve(args: argparse.Namespace) -> None:
         raise ValueError(f"--max-episodes must be >= 1, got {args.max_episodes}")
     if args.port != 0:  # 0: any free port, said in the log
         check_port(args.host, args.port)
+    for flag in ("keep_replays", "upload_files", "uploads_per_hour"):
+        if getattr(args, flag) < 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be >= 0, got {getattr(args, flag)}")
+    for flag in ("upload_mb", "replay_mb"):
+        if not getattr(args, flag) > 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}")
+    if args.viewer_port not in (None, 0):
+        check_port(args.host, args.viewer_port)
 
 
 def _serve_interrupted(args: argparse.Namespace, resume: str) -> str:
@@ -213,6 +224,18 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="play the episodes on Ray actors of this cluster (auto, ray://head:10001)")
     serve.add_argument("--max-episodes", type=int, default=None, metavar="N",
                        help="stop once the log holds N episodes (None: never)")
+    serve.add_argument("--viewer-port", type=int, default=None, metavar="P", help="also serve the recorded replays "
+                       "in the viewer on --host:P, linked from the participants' pages (0: any free port; needs the "
+                       "[serve] extra and the built viewer)")
+    serve.add_argument("--keep-replays", type=int, default=200, metavar="N",
+                       help="record every episode and keep the newest N replays (0: record none)")
+    serve.add_argument("--replay-mb", type=float, default=2048.0, metavar="MB", help="and at most MB MiB of them")
+    serve.add_argument("--upload-mb", type=float, default=50.0, metavar="MB", help="the largest upload, MiB (the "
+                       "archive, and the folder it unpacks to)")
+    serve.add_argument("--upload-files", type=int, default=1000, metavar="N", help="the most members in an "
+                       "uploaded archive")
+    serve.add_argument("--uploads-per-hour", type=int, default=10, metavar="N", help="uploads a participant may "
+                       "send in any hour (refused ones count)")
     serve.set_defaults(func=_database_errors(_cmd_serve), check=_check_serve, interrupted=_serve_interrupted)
 
     add = command("add", "put a policy in the arena's pool (checked now: a typo is an error)")
@@ -232,3 +255,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     recompute = command("recompute", "check the stored ratings against a recompute from the episode log "
                         "(exit status 1 when they differ)")
     recompute.set_defaults(func=_cmd_recompute)
+
+    from evaluation.arena.participant_cli import add_participant_commands
+
+    add_participant_commands(arena, command)

@@ -21,6 +21,11 @@ Tables (version 1):
 - ``meta``: the arena's format (config, ticks, seats, metric), its seed and secret, the claim
   counter and the running server's heartbeat.
 
+Version 2 adds ``participants`` (a name and the scrypt hash of its token, never the token) and
+``versions`` (each upload: content hash, kind, size, status, the smoke test's refusal reason, the
+entry an accepted one became), and links ``entries.participant_id`` to its participant
+(`evaluation.arena.participants`).
+
 The schema itself and its migrations: `evaluation.arena.schema`.
 """
 

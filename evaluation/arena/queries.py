@@ -46,11 +46,14 @@ def leaderboard(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         "SUM(not_started) AS not_started, SUM(answered = 0 AND (exception + timeout + malformed + not_started) > 0) "
         "AS all_faults, MAX(episode_id) AS last_episode FROM seats GROUP BY entry_id")}
     out = []
-    for entry in conn.execute("SELECT id, name, spec, kind, active, added_at FROM entries ORDER BY id"):
+    for entry in conn.execute("SELECT e.id, e.name, e.spec, e.kind, e.active, e.added_at, p.name AS participant, "
+                              "(SELECT MIN(number) FROM versions v WHERE v.entry_id = e.id) AS version FROM entries e "
+                              "LEFT JOIN participants p ON p.id = e.participant_id ORDER BY e.id"):
         record = faults.get(entry["id"])
         rating = rows.get(entry["id"])
         out.append({"name": entry["name"], "spec": entry["spec"], "kind": entry["kind"],
                     "active": bool(entry["active"]), "added_at": entry["added_at"],
+                    "participant": entry["participant"], "version": entry["version"] and f"v{entry['version']}",
                     **({"sr": None, "ci_low": None, "ci_high": None, "mu": None, "sigma": None, "episodes": 0}
                        if rating is None else rating),
                     "faults": {k: int(record[k]) if record else 0 for k in ("exception", "timeout", "malformed",
@@ -136,3 +139,32 @@ def pid_namespace() -> str | None:
         return os.readlink("/proc/self/ns/pid")
     except OSError:
         return None
+
+
+def participant_entries(conn: sqlite3.Connection, participant: str) -> dict[int, str]:
+    """{entry id: entry name} of a participant's accepted versions (KeyError: no such participant)."""
+    row = conn.execute("SELECT id FROM participants WHERE name = ?", (participant,)).fetchone()
+    if row is None:
+        raise KeyError(participant)
+    return {r["id"]: r["name"] for r in conn.execute("SELECT id, name FROM entries WHERE participant_id = ?",
+                                                     (row["id"],))}
+
+
+def participant_episodes(conn: sqlite3.Connection, entries: dict[int, str], limit: int = 20) -> list[dict[str, Any]]:
+    """The latest episodes of these entries, newest first: entry, rank, seats, claim (its replay's name)."""
+    marks = ", ".join("?" * len(entries))
+    rows = conn.execute(f"SELECT s.episode_id, s.entry_id, s.rank, e.claim, e.seats, e.committed_at FROM seats s "
+                        f"JOIN episodes e ON e.id = s.episode_id WHERE s.entry_id IN ({marks}) "
+                        f"ORDER BY s.episode_id DESC LIMIT ?", (*entries, max(1, min(limit, MAX_LIMIT)))).fetchall()
+    return [{"episode": r["episode_id"], "entry": entries[r["entry_id"]], "rank": r["rank"], "claim": r["claim"],
+             "seats": r["seats"], "committed_at": r["committed_at"]} for r in rows]
+
+
+def participant_faults(conn: sqlite3.Connection, entries: dict[int, str], limit: int = 20) -> list[dict[str, Any]]:
+    """The latest seats of these entries with a fault, newest first, with their messages."""
+    marks = ", ".join("?" * len(entries))
+    rows = conn.execute(f"SELECT * FROM seats WHERE entry_id IN ({marks}) AND (exception + timeout + malformed + "
+                        f"not_started + restarts) > 0 ORDER BY episode_id DESC LIMIT ?",
+                        (*entries, max(1, min(limit, MAX_LIMIT)))).fetchall()
+    return [{"episode": r["episode_id"], "entry": entries[r["entry_id"]],
+             **{k: r[k] for k in db.FAULT_COLUMNS}, "messages": json.loads(r["messages"])} for r in rows]

@@ -86,6 +86,31 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             dropped_at REAL NOT NULL
         );
     """),
+    (2, "participants with hashed tokens, their uploaded versions, entries linked to them", """
+        CREATE TABLE participants (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            salt BLOB NOT NULL,
+            token_hash BLOB NOT NULL,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE versions (
+            id INTEGER PRIMARY KEY,
+            participant_id INTEGER NOT NULL REFERENCES participants(id),
+            number INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('file', 'folder', 'checkpoint')),
+            class_name TEXT,
+            size INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'refused', 'replaced', 'withdrawn')),
+            reason TEXT,
+            entry_id INTEGER REFERENCES entries(id),
+            UNIQUE (participant_id, number)
+        );
+        CREATE INDEX versions_by_time ON versions (participant_id, created_at);
+        ALTER TABLE entries ADD COLUMN participant_id INTEGER REFERENCES participants(id)
+    """),
 )
 
 def schema_version(conn: sqlite3.Connection) -> int:

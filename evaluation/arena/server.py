@@ -29,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.arena import db, schema, settings
-from evaluation.arena.api import ArenaHTTPServer
+from evaluation.arena import db, participants, replays, schema, settings
+from evaluation.arena.api import ArenaHTTPServer, Participation
 from evaluation.arena.matchmaking import Candidate, choose_seats, seat_rng
 from evaluation.arena.queries import pid_namespace
 from evaluation.arena.ratings import Rating, default_rating, differences, finite, rate_episode, recompute, seat_ranks
 from evaluation.arena.settings import ArenaFormat
+from evaluation.arena.uploads import UploadLimits, arena_dir
 from evaluation.arena.workers import Event, ProcessWorkers, RayWorkers
 from evaluation.episode import EpisodeResult, EpisodeTask
 from evaluation.rating import ANCHOR
@@ -83,6 +84,10 @@ class ServeOptions:
     port: int = 8090
     ray_address: str | None = None
     max_episodes: int | None = None
+    viewer_port: int | None = None  # serve the replays in the viewer on this port (0: any free one)
+    keep_replays: int = 200  # the newest replays kept (0: record none)
+    replay_mb: float = 2048.0  # and at most this many MiB of them
+    limits: UploadLimits = UploadLimits()
 
 
 class ArenaServer:
@@ -103,7 +108,10 @@ class ArenaServer:
             self.form = settings.settle_format(self.conn, self.requested, self.seed_flag)
             self.seed, self.secret = int(db.get_meta(self.conn, "seed")), settings.secret(self.conn)
             self._resume()
-            self.http = ArenaHTTPServer(self.options.host, self.options.port, self.path, lambda: self.live)
+            self.root = arena_dir(self.path)
+            viewer_port = self._start_viewer()
+            self.http = ArenaHTTPServer(self.options.host, self.options.port, self.path, lambda: self.live,
+                                        Participation(self.root, self.options.limits, viewer_port))
             threading.Thread(target=self.http.serve_forever, name="arena-http", daemon=True).start()
             self.url = f"http://{self.options.host}:{self.http.server_address[1]}"
             self.workers = (RayWorkers(self.options.workers, self.options.ray_address) if self.options.ray_address
@@ -130,7 +138,17 @@ class ArenaServer:
                              "server per database") from None
         return handle
 
+    def _start_viewer(self) -> int | None:
+        if self.options.viewer_port is None:
+            return None
+        self.viewer, port = replays.start_viewer(self.root, self.options.host, self.options.viewer_port)
+        log(f"the viewer serves the replays on http://{self.options.host}:{port}/")
+        return port
+
     def _resume(self) -> None:
+        stale = participants.refuse_stale_pending(self.conn)
+        if stale:
+            log(f"{stale} upload(s) left pending by a stopped server were refused (their owners may submit again)")
         computed, lines = check_ratings(self.conn)
         for line in lines[:10]:
             log(f"ratings: {line}")
@@ -190,7 +208,15 @@ class ArenaServer:
         self.in_flight[claim["claim"]] = seated
         return EpisodeTask(claim["claim"], self.form.episode_config(len(seated)), self.form.config_name,
                            tuple(entries[e].spec for e in seated), claim["seed"], claim["map_seed"],
-                           self.form.time_budget, Limits(), MAX_RESTARTS, None, self.secret, "own")
+                           self.form.time_budget, Limits(), MAX_RESTARTS, self._replay(claim["claim"]), self.secret,
+                           "own")
+
+    def _replay(self, claim: int) -> str | None:
+        if not self.options.keep_replays:
+            return None
+        path = replays.replay_path(self.root, claim)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return str(path)
 
     def _new_claim(self) -> Any:
         busy: dict[int, int] = {}
@@ -239,6 +265,8 @@ class ArenaServer:
         new = rate_episode(self.ratings, list(seated), ranks)
         episode = db.commit_episode(self.conn, record, {e: r.as_tuple() for e, r in new.items()})
         self.ratings.update(new)
+        if self.options.keep_replays:
+            replays.prune(self.root, self.options.keep_replays, self.options.replay_mb)
         names = {e.id: e.name for e in db.entries(self.conn)}
         order = sorted(range(len(seated)), key=lambda i: (ranks[i] is None, ranks[i] or 0))
         log(f"episode {episode} (claim {claim}, {result.seconds:.1f} s) committed: "
@@ -267,6 +295,9 @@ class ArenaServer:
         workers = getattr(self, "workers", None)
         if workers is not None:
             workers.close()
+        viewer = getattr(self, "viewer", None)
+        if viewer is not None:
+            viewer.should_exit = True
         http = getattr(self, "http", None)
         if http is not None:
             http.shutdown()

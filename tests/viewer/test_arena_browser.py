@@ -1,0 +1,101 @@
+"""The arena's pages in headless Chromium: an agent uploaded through the API is ranked on the
+leaderboard after a few episodes, and one of its replays opens in the viewer from its page.
+
+Skipped like the viewer's browser tests when Chromium or the built viewer is missing, unless
+NMMO_REQUIRE_BROWSER=1 (then their absence fails it).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("selenium")
+from selenium.webdriver.common.by import By  # noqa: E402
+
+from evaluation.arena import participants  # noqa: E402
+from evaluation.arena.server import open_arena  # noqa: E402
+from tests.evaluation.conftest import small_config  # noqa: E402
+
+from .test_browser import browser, wait_for  # noqa: E402, F401 - the fixture, shared
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = b'''class Agent:  # forages like the paper's bot
+    def __init__(self, config):
+        from scripted.bots import Forage
+        self.bot = Forage(config, 0)
+
+    def act(self, observations):
+        return self.bot.act(observations)
+'''
+
+
+def _post(url: str, token: str, data: bytes) -> dict:
+    request = urllib.request.Request(f"{url}/api/submit", data=data, method="POST", headers={
+        "Authorization": f"Bearer {token}", "X-Arena-Filename": "agent.py", "X-Arena-Class": "Agent"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        return json.loads(reply.read())
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        return json.loads(reply.read())
+
+
+@pytest.fixture(scope="module")
+def served_arena(tmp_path_factory, browser):  # noqa: F811 - the shared fixture
+    """`nmmo arena serve` in a subprocess (a 32-tick format, the viewer beside it), bob registered."""
+    directory = tmp_path_factory.mktemp("arena_browser")
+    path, log = directory / "arena.db", directory / "serve.log"
+    (directory / "small.toml").write_text(small_config(PLAYER_N=12).to_toml())
+    with closing(open_arena(path)) as conn:
+        token = participants.register(conn, "bob")
+    with open(log, "w") as handle:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "nmmo", "arena", "serve", "--db", str(path), "--port", "0", "--viewer-port", "0",
+             "--config", str(directory / "small.toml"), "--ticks", "32", "--seats", "2", "--workers", "1"],
+            cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline, found = time.monotonic() + 90, None
+        while found is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+            found = re.search(r"on (http://127\.0\.0\.1:\d+)/api/status", log.read_text())
+        assert found, log.read_text()
+        yield found.group(1), token, log
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_an_uploaded_agent_is_ranked_and_its_replay_opens_in_the_viewer(served_arena, browser):  # noqa: F811
+    url, token, log = served_arena
+    verdict = _post(url, token, AGENT)
+    assert verdict["status"] == "accepted" and verdict["entry"] == "bob:v1", verdict
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        mine = _get(f"{url}/api/participants/bob")
+        if sum(e["replay"] is not None for e in mine["episodes"]) >= 3:
+            break
+        time.sleep(1)
+    else:
+        pytest.fail(f"bob played no 3 recorded episodes in 120 s:\n{log.read_text()[-3000:]}")
+
+    browser.get(f"{url}/")
+    row = wait_for(browser, "const a = [...document.querySelectorAll('a.participant')].find(a => a.textContent === "
+                   "'bob'); return a && a.closest('tr').cells[0].textContent !== '-' && a.closest('tr').innerText")
+    assert "bob" in row and "v1" in row
+    browser.find_element(By.CSS_SELECTOR, "a.participant[href='/participants/bob']").click()
+    wait_for(browser, "return document.querySelectorAll('a.replay').length > 0")
+    assert "accepted" in browser.find_element(By.TAG_NAME, "main").text
+    href = browser.find_element(By.CSS_SELECTOR, "a.replay").get_attribute("href")
+    browser.find_element(By.CSS_SELECTOR, "a.replay").click()
+    wait_for(browser, "return window.viewer && window.viewer.packets > 0", timeout=30)
+    assert browser.current_url == href and "?replay=claim-" in href
