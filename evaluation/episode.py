@@ -116,6 +116,7 @@ class EpisodeTask:
     replay_path: str | None = None  # record the episode and save the replay here
     secret: int | None = None  # salts the deal and the policies' reset seeds (never sent to a worker)
     task_input: str = "own"  # "shuffled": each agent reads another task's embedding (`shuffled_tasks`)
+    replay_names: tuple[str, ...] | None = None  # the policies' names in the replay (None: their specs)
 
 
 @dataclass
@@ -246,7 +247,8 @@ def run_episode(task: EpisodeTask) -> EpisodeResult:
                 task_rows.update(zip(step.agent_ids[step.episode_slots].tolist(), env.task_status(step.episode_slots),
                                      strict=True))
         if task.replay_path is not None:
-            env.save_replay(task.replay_path, policies=list(task.policies), team_policy=team_policy.tolist())
+            env.save_replay(task.replay_path, policies=list(task.replay_names or task.policies),
+                            team_policy=team_policy.tolist())
     finally:
         for handle in handles:
             handle.close()

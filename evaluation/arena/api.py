@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -52,6 +53,7 @@ class Participation:
     root: Path | None = None  # None: the database's arena folder (`arena_dir`)
     limits: UploadLimits = field(default_factory=UploadLimits)
     viewer_port: int | None = None
+    unsandboxed: bool = False  # accept uploads without the namespace sandbox (the operator's risk)
 
 
 class ArenaHTTPServer(ThreadingHTTPServer):
@@ -59,6 +61,8 @@ class ArenaHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    #: Requests served at once; more are answered 503 at once (a slow client cannot hold them all).
+    max_requests = 32
 
     def __init__(self, host: str, port: int, db_path: Path, live: Callable[[], dict[str, Any]],
                  participation: Participation | None = None) -> None:
@@ -67,6 +71,24 @@ class ArenaHTTPServer(ThreadingHTTPServer):
         self.participation = participation or Participation()
         self.root = self.participation.root or arena_dir(self.db_path)
         self.peers = AllowedPeers(host, self.server_address[1])
+        self._slots = threading.BoundedSemaphore(self.max_requests)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve in a thread while a slot is free; else answer 503 and close."""
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 def _int(query: dict[str, list[str]], key: str, default: int | None) -> int | None:
@@ -74,9 +96,12 @@ def _int(query: dict[str, list[str]], key: str, default: int | None) -> int | No
     if not values:
         return default
     try:
-        return int(values[0])
+        value = int(values[0])
     except ValueError:
         raise ValueError(f"{key} must be an integer, got {values[0]!r}") from None
+    if not 0 <= value < 2**63:
+        raise ValueError(f"{key} must be an integer from 0 to 2**63 - 1, got {values[0]!r}")
+    return value
 
 
 def public_entry(row: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +112,7 @@ def public_entry(row: dict[str, Any]) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: ArenaHTTPServer
     protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds a client may stall on its socket (a slow body, an idle keep-alive)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's signature
         """Quiet: the server's log is for episodes, not requests."""

@@ -47,7 +47,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     requested = requested_format(args.config, args.ticks, args.seats, args.time_budget)
     limits = UploadLimits(int(args.upload_mb * 2**20), args.upload_files, args.uploads_per_hour)
     options = ServeOptions(args.workers, args.host, args.port, args.ray_address, args.max_episodes, args.viewer_port,
-                           args.keep_replays, args.replay_mb, limits)
+                           args.keep_replays, args.replay_mb, limits, args.allow_unsandboxed_uploads)
     return ArenaServer(args.db, requested, options, args.seed).run()
 
 
@@ -236,6 +236,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        "uploaded archive")
     serve.add_argument("--uploads-per-hour", type=int, default=10, metavar="N", help="uploads a participant may "
                        "send in any hour (refused ones count)")
+    serve.add_argument("--allow-unsandboxed-uploads", action="store_true", help="take uploads where the namespace "
+                       "sandbox (bubblewrap) cannot run: a submission could then read the database and other "
+                       "uploads (docs/arena.md, the trust model)")
     serve.set_defaults(func=_database_errors(_cmd_serve), check=_check_serve, interrupted=_serve_interrupted)
 
     add = command("add", "put a policy in the arena's pool (checked now: a typo is an error)")

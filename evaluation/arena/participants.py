@@ -21,6 +21,7 @@ import hmac
 import re
 import secrets
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +50,13 @@ class Participant:
     name: str
 
 
+#: scrypt checks at once: each takes 16 MiB, so a flood of made-up tokens waits instead of piling up.
+_HASHING = threading.BoundedSemaphore(2)
+
+
 def _hash(token: str, salt: bytes) -> bytes:
-    return hashlib.scrypt(token.encode(), salt=salt, **SCRYPT)
+    with _HASHING:
+        return hashlib.scrypt(token.encode()[:1024], salt=salt, **SCRYPT)
 
 
 def check_name(name: str) -> str:
@@ -91,6 +97,8 @@ def owner_of(conn: sqlite3.Connection, entry_name: str) -> int | None:
 
 # -------------------------------------------------------------- versions
 def check_rate(conn: sqlite3.Connection, who: Participant, per_hour: int) -> None:
+    """RateLimited when `who` uploaded `per_hour` versions in the last hour (`new_version` checks it
+    again inside its transaction, so parallel uploads cannot slip past it)."""
     since = time.time() - 3600
     times = [r[0] for r in conn.execute("SELECT created_at FROM versions WHERE participant_id = ? AND created_at > ? "
                                         "ORDER BY created_at", (who.id, since))]
@@ -101,9 +109,12 @@ def check_rate(conn: sqlite3.Connection, who: Participant, per_hour: int) -> Non
 
 
 def new_version(conn: sqlite3.Connection, who: Participant, sha: str, kind: str, class_name: str | None,
-                size: int) -> int:
-    """Record an upload as pending; return its version number."""
+                size: int, per_hour: int | None = None) -> int:
+    """Record an upload as pending (RateLimited over `per_hour`, checked under the write lock); return
+    its version number."""
     with db.transaction(conn):
+        if per_hour is not None:
+            check_rate(conn, who, per_hour)
         number = conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE participant_id = ?",
                               (who.id,)).fetchone()[0]
         conn.execute("INSERT INTO versions (participant_id, number, sha256, kind, class_name, size, created_at, "

@@ -88,6 +88,7 @@ class ServeOptions:
     keep_replays: int = 200  # the newest replays kept (0: record none)
     replay_mb: float = 2048.0  # and at most this many MiB of them
     limits: UploadLimits = UploadLimits()
+    unsandboxed_uploads: bool = False  # take uploads without the namespace sandbox (the operator's risk)
 
 
 class ArenaServer:
@@ -111,7 +112,8 @@ class ArenaServer:
             self.root = arena_dir(self.path)
             viewer_port = self._start_viewer()
             self.http = ArenaHTTPServer(self.options.host, self.options.port, self.path, lambda: self.live,
-                                        Participation(self.root, self.options.limits, viewer_port))
+                                        Participation(self.root, self.options.limits, viewer_port,
+                                                      self.options.unsandboxed_uploads))
             threading.Thread(target=self.http.serve_forever, name="arena-http", daemon=True).start()
             self.url = f"http://{self.options.host}:{self.http.server_address[1]}"
             self.workers = (RayWorkers(self.options.workers, self.options.ray_address) if self.options.ray_address
@@ -209,7 +211,7 @@ class ArenaServer:
         return EpisodeTask(claim["claim"], self.form.episode_config(len(seated)), self.form.config_name,
                            tuple(entries[e].spec for e in seated), claim["seed"], claim["map_seed"],
                            self.form.time_budget, Limits(), MAX_RESTARTS, self._replay(claim["claim"]), self.secret,
-                           "own")
+                           "own", tuple(entries[e].name for e in seated))  # names, never an upload's stored path
 
     def _replay(self, claim: int) -> str | None:
         if not self.options.keep_replays:

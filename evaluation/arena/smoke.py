@@ -11,6 +11,7 @@ test keeps the pool clean, it is not the security boundary.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -69,12 +70,15 @@ def submit(conn: sqlite3.Connection, root: Path, who: Participant, data: bytes, 
     kind = uploads.kind_of(filename)
     if kind != "checkpoint" and not (class_name or "").isidentifier():
         raise ValueError(f"class {class_name!r}: {CLASS_HELP}")
-    number = participants.new_version(conn, who, "", kind, class_name, len(data))
+    number = participants.new_version(conn, who, "", kind, class_name, len(data), limits.per_hour)
     try:
         stored = uploads.store(root, data, filename, limits)
     except ValueError as err:
         participants.refuse(conn, who, number, f"not stored: {err}")
         return Verdict(number, "refused", reason=f"not stored: {err}")
+    except Exception as err:  # noqa: BLE001 - a disk error: the version must not stay pending
+        participants.refuse(conn, who, number, f"not stored: {type(err).__name__}")
+        raise
     conn.execute("UPDATE versions SET sha256 = ? WHERE participant_id = ? AND number = ?",
                  (stored.sha256, who.id, number))
     spec = stored.spec(class_name)
@@ -85,7 +89,17 @@ def submit(conn: sqlite3.Connection, root: Path, who: Participant, data: bytes, 
         except ValueError as err:
             reason = str(err)
     participants.refuse(conn, who, number, reason)
+    _forget(conn, stored)
     return Verdict(number, "refused", reason=reason)
+
+
+def _forget(conn: sqlite3.Connection, stored: uploads.Stored) -> None:
+    """Remove a refused upload's files unless some version that was accepted holds the same bytes
+    (a refused upload must not fill the disk)."""
+    kept = conn.execute("SELECT 1 FROM versions WHERE sha256 = ? AND status NOT IN ('refused', 'pending')",
+                        (stored.sha256,)).fetchone()
+    if kept is None:
+        shutil.rmtree(uploads.store_folder(stored), ignore_errors=True)
 
 
 def current_format(conn: sqlite3.Connection, requested: dict[str, Any] | None = None) -> ArenaFormat:

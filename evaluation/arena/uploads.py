@@ -9,20 +9,27 @@ that in the sandbox it sees its own files only (`evaluation.sandbox.namespaces.v
 
 Why so strict about archives: an archive names its own paths. Members that are links, devices,
 absolute, or reach outside with ``..`` are refused, and so are more than `UploadLimits.files`
-members or more than `UploadLimits.bytes` unpacked (a compression bomb); the members are written
-one by one (never ``extractall``). The folder is built beside its final place and renamed into it,
-so a crash leaves either the whole version or a temporary folder that the next store replaces.
+members or more than `UploadLimits.bytes` unpacked (a compression bomb). A tar is read as a stream
+(its compression from its name only: ``.tar`` none, ``.tar.gz``/``.tgz`` gzip), counting members
+and decompressed bytes as it goes, so a bomb is refused after reading at most about the limit, not
+after decompressing it all (a header's own data, such as a long name, counts too); the members are
+written one by one (never ``extractall``). Anything unreadable is a refusal, never an error. The
+folder is built beside its final place and renamed into it, so a crash leaves either the whole
+version or a temporary folder (named per upload) that nothing reads.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
+import secrets
 import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -80,16 +87,28 @@ def store(root: Path, data: bytes, filename: str, limits: UploadLimits) -> Store
     sha = hashlib.sha256(data).hexdigest()
     final = root / "store" / sha[:2] / sha
     if not final.exists():
-        building = final.with_name(f".{sha}.{os.getpid()}.tmp")
-        shutil.rmtree(building, ignore_errors=True)
+        building = final.with_name(f".{sha}.{secrets.token_hex(8)}.tmp")  # one per upload, threads included
         building.mkdir(parents=True)
         try:
             _write(building, data, filename, kind, limits)
-            os.rename(building, final)
+            try:
+                os.rename(building, final)
+            except OSError:
+                if not final.is_dir():  # else the same bytes were stored meanwhile by another upload
+                    raise
+                shutil.rmtree(building, ignore_errors=True)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)
             raise
     return Stored(sha, kind, len(data), _entry_point(final, filename, kind))
+
+
+def store_folder(stored: Stored) -> Path:
+    """The content-addressed folder that holds `stored` (``store/ab/<sha256>``)."""
+    path = stored.path
+    while path.name != stored.sha256:
+        path = path.parent
+    return path
 
 
 def _write(folder: Path, data: bytes, filename: str, kind: str, limits: UploadLimits) -> None:
@@ -100,7 +119,29 @@ def _write(folder: Path, data: bytes, filename: str, kind: str, limits: UploadLi
     elif filename.lower().endswith(".zip"):
         _unzip(folder, data, limits)
     else:
-        _untar(folder, data, limits)
+        _untar(folder, data, limits, compressed=not filename.lower().endswith(".tar"))
+
+
+#: What reading a damaged archive can raise (each becomes a refusal naming it).
+UNREADABLE = (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+              RuntimeError, UnicodeError)
+
+
+class _Capped(io.RawIOBase):
+    """A stream that refuses to give more than `cap` bytes (a decompression bomb stops here)."""
+
+    def __init__(self, source, cap: int) -> None:
+        self.source, self.left = source, cap
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.source.read(size if size is not None and size >= 0 else self.left + 1)
+        self.left -= len(chunk)
+        if self.left < 0:
+            raise ValueError("the archive unpacks to more than the upload limit allows (a compression bomb?)")
+        return chunk
 
 
 def _entry_point(final: Path, filename: str, kind: str) -> Path:
@@ -140,42 +181,52 @@ def _check_totals(count: int, total: int, limits: UploadLimits) -> None:
         raise ValueError(f"the archive unpacks to {total} bytes, over the limit of {limits.bytes} bytes")
 
 
-def _untar(folder: Path, data: bytes, limits: UploadLimits) -> None:
+def _untar(folder: Path, data: bytes, limits: UploadLimits, compressed: bool) -> None:
+    raw = io.BytesIO(data)
+    headers = 3 * 512 * (limits.files + 2)  # a member's headers (long names count as data, below)
+    stream = _Capped(gzip.GzipFile(fileobj=raw) if compressed else raw, limits.bytes + headers)
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
-    except tarfile.TarError as err:
-        raise ValueError(f"not a readable tar archive ({err})") from None
-    with archive:
-        members = archive.getmembers()
-        _check_totals(len(members), sum(m.size for m in members), limits)
-        for member in members:
-            path = safe_member(member.name)
-            if member.isdir() or not path.parts:
-                (folder / path).mkdir(parents=True, exist_ok=True)
-            elif member.isreg():
-                source = archive.extractfile(member)
-                _write_file(folder / path, source.read() if source else b"")
-            else:
-                raise ValueError(f"archive member {member.name!r} is a link or a device: only files and folders")
+        with tarfile.open(fileobj=stream, mode="r|") as archive:
+            count = total = 0
+            for member in archive:
+                count, total = count + 1, total + member.size
+                _check_totals(count, total, limits)
+                _untar_member(folder, archive, member)
+    except UNREADABLE as err:
+        raise ValueError(f"not a readable tar archive ({type(err).__name__}: {err})") from None
+
+
+def _untar_member(folder: Path, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+    path = safe_member(member.name)
+    if member.isdir() or not path.parts:
+        (folder / path).mkdir(parents=True, exist_ok=True)
+    elif member.isreg():
+        source = archive.extractfile(member)
+        _write_file(folder / path, source.read() if source else b"")
+    else:
+        raise ValueError(f"archive member {member.name!r} is a link or a device: only files and folders")
 
 
 def _unzip(folder: Path, data: bytes, limits: UploadLimits) -> None:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as err:
-        raise ValueError(f"not a readable zip archive ({err})") from None
-    with archive:
-        members = archive.infolist()
-        _check_totals(len(members), sum(m.file_size for m in members), limits)
-        for member in members:
-            path = safe_member(member.filename)
-            mode = member.external_attr >> 16
-            if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise ValueError(f"archive member {member.filename!r} is a link or a device: only files and folders")
-            if member.is_dir() or not path.parts:
-                (folder / path).mkdir(parents=True, exist_ok=True)
-            else:
-                _write_file(folder / path, archive.read(member))
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+            _check_totals(len(members), sum(m.file_size for m in members), limits)
+            for member in members:
+                _unzip_member(folder, archive, member)
+    except UNREADABLE as err:
+        raise ValueError(f"not a readable zip archive ({type(err).__name__}: {err})") from None
+
+
+def _unzip_member(folder: Path, archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> None:
+    path = safe_member(member.filename)
+    kind = stat.S_IFMT(member.external_attr >> 16)  # 0: no type recorded (e.g. ZipFile.writestr)
+    if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
+        raise ValueError(f"archive member {member.filename!r} is a link or a device: only files and folders")
+    if member.is_dir() or not path.parts:
+        (folder / path).mkdir(parents=True, exist_ok=True)
+    else:  # read at most its declared size (zipfile checks the length and the CRC)
+        _write_file(folder / path, archive.read(member))
 
 
 def pack_folder(folder: Path) -> bytes:

@@ -17,7 +17,9 @@ import pytest
 
 from evaluation.arena import db
 from evaluation.arena.server import check_ratings
+from evaluation.arena.uploads import arena_dir
 from nmmo.cli import main
+from nmmo.replays.replay import load_replay
 
 from .conftest import small_config, write_policy
 
@@ -209,6 +211,12 @@ def test_after_the_kills_the_log_has_no_duplicate_no_half_episode_and_the_rating
             assert sum(s["lifetimes"] for s in seats) == episode["lifetimes"] and episode["ticks"] == TICKS
         assert db.claims(conn) == [] and conn.execute("SELECT COUNT(*) FROM dropped").fetchone()[0] == 0
         assert check_ratings(conn, write=False)[1] == []
+        names = {entry.name for entry in db.entries(conn)}
+    # the replays name the seats by entry name, never by spec (an upload's spec is its stored path)
+    replays = sorted((arena_dir(killed["db"]) / "replays").glob("claim-*.replay"))
+    assert replays
+    seated = load_replay(replays[-1]).header["policies"]
+    assert set(seated) <= names and not any("/" in name for name in seated), seated
     assert f"ratings recomputed from {killed['episodes_at_kill']} committed episode(s): the snapshot agrees" \
         in killed["log"]  # the restart's check
     assert main(["arena", "recompute", "--db", str(killed["db"])]) == 0

@@ -10,7 +10,7 @@ from contextlib import closing
 
 import pytest
 
-from evaluation.arena import db, participants
+from evaluation.arena import db, participants, uploads, writes
 from evaluation.arena.api import ArenaHTTPServer, Participation
 from evaluation.arena.probes import marked, write_probes
 from evaluation.arena.server import open_arena
@@ -51,8 +51,8 @@ def arena(tmp_path_factory):
     settle_format(conn, requested_format(str(directory / "small.toml"), 32, 2, None), None)
     tokens = {name: participants.register(conn, name) for name in ("alice", "bob", "dave", "mallory")}
     conn.close()
-    server = ArenaHTTPServer("127.0.0.1", 0, path, lambda: {}, Participation(
-        directory / "files", UploadLimits(bytes=64 * 1024, files=10, per_hour=4)))
+    server = ArenaHTTPServer("127.0.0.1", 0, path, lambda: {}, Participation(  # uploads need the sandbox (CI
+        directory / "files", UploadLimits(bytes=64 * 1024, files=10, per_hour=4), None, not writes._sandboxed()))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield {"port": server.server_address[1], "tokens": tokens, "db": path, "dir": directory}
     server.shutdown()
@@ -210,3 +210,74 @@ def test_register_submit_and_withdraw_from_the_command_line(arena, tmp_path, cap
     assert main(["arena", "withdraw", "--url", url, "--token", token]) == 0
     assert "withdrawn" in capsys.readouterr().out
     assert main(["arena", "submit", "random", "--url", url, "--token", token]) == 2
+
+
+def _long_name_bomb() -> bytes:
+    """A .tar.gz of a few KB whose one member's name (a GNU long name) is 8 MiB."""
+    info = tarfile.TarInfo("x" * (8 * 2**20))
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT) as archive:
+        archive.addfile(info, io.BytesIO(b""))
+    return buffer.getvalue()
+
+
+def test_bombs_and_broken_archives_are_refusals_not_crashes(tmp_path):
+    import lzma
+    import zipfile
+
+    limits = UploadLimits(bytes=64 * 1024, files=10)
+    bomb = _long_name_bomb()
+    assert len(bomb) < 64 * 1024
+    with pytest.raises(ValueError, match="more than the upload limit"):  # stopped after ~the limit, not 8 MiB
+        uploads.store(tmp_path, bomb, "a.tar.gz", limits)
+    many = tar_of([(f"f{i}", b"") for i in range(5000)])
+    with pytest.raises(ValueError, match="11 members, over the limit of 10"):  # counted while streaming
+        uploads.store(tmp_path, many, "a.tar.gz", limits)
+    plain = io.BytesIO()
+    with tarfile.open(fileobj=plain, mode="w") as archive:
+        archive.addfile(tarfile.TarInfo("__init__.py"), io.BytesIO(b""))
+    with pytest.raises(ValueError, match="not a readable tar archive"):  # the name says .tar: no xz inside
+        uploads.store(tmp_path, lzma.compress(plain.getvalue()), "a.tar", limits)
+    with pytest.raises(ValueError, match="not a readable tar archive"):  # cut short
+        uploads.store(tmp_path, tar_of([("__init__.py", b"x" * 5000)])[:-40], "a.tar.gz", limits)
+    written = io.BytesIO()
+    with zipfile.ZipFile(written, "w") as archive:  # writestr records no file type: an ordinary file
+        archive.writestr("pkg/__init__.py", AGENT)
+    stored = uploads.store(tmp_path, written.getvalue(), "a.zip", limits)
+    assert (stored.path / "__init__.py").read_text() == AGENT
+    assert not list((tmp_path / "store").glob("*/.*.tmp")), "a refused upload left its temporary folder"
+
+
+def test_a_stranger_is_answered_before_the_body_and_paging_is_bounded(arena):
+    import socket
+
+    port = arena["port"]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:  # announces 60 KB, sends none
+        sock.sendall(f"POST /api/submit HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 60000\r\n"
+                     "X-Arena-Filename: agent.py\r\nAuthorization: Bearer nobody.x\r\n\r\n".encode())
+        assert sock.recv(64).startswith(b"HTTP/1.1 401")
+    status, body = request(port, "/api/entries/Combat/episodes?before=" + "9" * 30)
+    assert status == 400 and "2**63" in body["error"]
+
+
+def test_without_the_namespace_sandbox_uploads_are_refused(arena, monkeypatch):
+    from evaluation.arena.api import ArenaHTTPServer as Server
+
+    server = Server("127.0.0.1", 0, arena["db"], lambda: {}, Participation(arena["dir"] / "files"))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setattr(writes, "_sandboxed", lambda: False)
+        status, body = upload(server.server_address[1], arena["tokens"]["mallory"], AGENT.encode())
+        assert status == 503 and "--allow-unsandboxed-uploads" in body["error"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_rate_limit_is_checked_under_the_write_lock(arena):
+    with closing(db.connect(arena["db"])) as conn:
+        participants.register(conn, "eve")
+        who = participants.Participant(*conn.execute("SELECT id, name FROM participants WHERE name = 'eve'").fetchone())
+        participants.new_version(conn, who, "", "file", "Agent", 1, per_hour=1)
+        with pytest.raises(participants.RateLimited):
+            participants.new_version(conn, who, "", "file", "Agent", 1, per_hour=1)
