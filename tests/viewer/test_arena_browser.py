@@ -19,7 +19,6 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("selenium")
-from selenium.webdriver.common.by import By  # noqa: E402
 
 from evaluation.arena import participants  # noqa: E402
 from evaluation.arena.server import open_arena  # noqa: E402
@@ -92,10 +91,11 @@ def test_an_uploaded_agent_is_ranked_and_its_replay_opens_in_the_viewer(served_a
     row = wait_for(browser, "const a = [...document.querySelectorAll('a.participant')].find(a => a.textContent === "
                    "'bob'); return a && a.closest('tr').cells[0].textContent !== '-' && a.closest('tr').innerText")
     assert "bob" in row and "v1" in row
-    browser.find_element(By.CSS_SELECTOR, "a.participant[href='/participants/bob']").click()
+    # the pages redraw themselves every few seconds: each step reads and clicks in one call, never
+    # through an element found in an earlier call (it may be gone: a stale reference)
+    browser.execute_script("document.querySelector(\"a.participant[href='/participants/bob']\").click()")
     wait_for(browser, "return document.querySelectorAll('a.replay').length > 0")
-    assert "accepted" in browser.find_element(By.TAG_NAME, "main").text
-    href = browser.find_element(By.CSS_SELECTOR, "a.replay").get_attribute("href")
-    browser.find_element(By.CSS_SELECTOR, "a.replay").click()
+    assert "accepted" in browser.execute_script("return document.querySelector('main').innerText")
+    href = browser.execute_script("const a = document.querySelector('a.replay'); a.click(); return a.href")
     wait_for(browser, "return window.viewer && window.viewer.packets > 0", timeout=30)
     assert browser.current_url == href and "?replay=claim-" in href
