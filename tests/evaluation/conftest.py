@@ -1,3 +1,4 @@
+import os
 import textwrap
 from pathlib import Path
 
@@ -84,3 +85,15 @@ GARBAGE = """
                 return None
             return {agent: {"Move": {"Direction": np.int64(4)}} for agent in agents}  # well-formed
 """
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, dead but not yet reaped by its new parent, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

@@ -21,7 +21,7 @@ from evaluation.arena.uploads import arena_dir
 from nmmo.cli import main
 from nmmo.replays.replay import load_replay
 
-from .conftest import small_config, write_policy
+from .conftest import alive, small_config, write_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 TICKS = 48
@@ -63,18 +63,6 @@ def descendants(pid: int) -> set[int]:
             out.add(child)
             frontier.append(child)
     return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def wait_for(predicate, timeout: float, what: str):

@@ -15,7 +15,7 @@ from evaluation.sandbox import namespaces
 from evaluation.sandbox.host import HOME_PREFIX, Limits, remove_orphaned_homes
 from evaluation.submission import SubprocessPolicy
 
-from .conftest import small_config, write_policy
+from .conftest import alive, small_config, write_policy
 
 
 def observations():
@@ -31,15 +31,6 @@ def play(handle, ticks=2):
         handle.submit(obs)
         out.append(handle.collect())
     return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}/stat").exists() else "X"
-    return state != "Z"  # a zombie is dead, only not yet reaped by its new parent
 
 
 def test_a_pickle_written_into_the_channel_runs_nothing(tmp_path):
