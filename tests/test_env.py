@@ -287,6 +287,32 @@ def test_observation_content():
         assert seen == min(truth, env.n_obs)
 
 
+def test_tile_rows_follow_the_grids_as_forests_are_eaten_and_regrow():
+    """The Tile rows come from packed rows kept in step with the few tiles that change (`TileCodes`):
+    after every tick each agent's window equals one computed afresh from the grids (moves, deaths,
+    harvests, regrowth: a stale tile would show here)."""
+    env = nmmo.Env(AllSmall().set("RESOURCE_FOREST_REGROW_PROB", 0.2), seed=4)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    harvests = 0
+    for _ in range(60):
+        obs, *_ = env.step(random_actions(env, obs, rng))
+        tiles, ent = env.realm.state.tiles, env.realm.state.entities
+        harvests += int(tiles.depleted.size > 0)
+        radius = env.config.PLAYER_VISION_RADIUS
+        for agent, ob in obs.items():
+            if agent not in env.agents:
+                continue
+            row, col = env.realm.players[agent].pos
+            window = (slice(row - radius, row + radius + 1), slice(col - radius, col + radius + 1))
+            tile = ob["Tile"].reshape(2 * radius + 1, 2 * radius + 1, -1)
+            assert np.array_equal(tile[..., TileAttr.MATERIAL], tiles.material[window])
+            assert np.array_equal(tile[..., TileAttr.OCCUPIED], tiles.occupancy[window] >= 0)
+            rows, cols = np.mgrid[window]
+            assert np.array_equal(tile[..., TileAttr.ROW], rows) and np.array_equal(tile[..., TileAttr.COL], cols)
+    assert harvests > 0 and ent.alive.any()
+
+
 def test_entity_rows_truncate_when_crowded():
     env = nmmo.Env(config.Small().set("PLAYER_N_OBS", 3), seed=0)
     obs, _ = env.reset()

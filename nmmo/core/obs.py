@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from nmmo.config import Config
 from nmmo.core.enums import EntityAttr, Skill, TileAttr, ints
-from nmmo.core.layout import BUILT, N_ENTITY_ATTRS, N_TILE_ATTRS, filled, layout
+from nmmo.core.layout import BUILT, N_ENTITY_ATTRS, filled, layout
 from nmmo.core.rules import STEPS, enterable, freeze_left, is_frozen, may_attack, reaches, window_offsets
 from nmmo.core.state import State
 
@@ -203,20 +203,12 @@ class ObservationBuilder:
         if died:
             centre = occ_rm[:, self.radius * self.side + self.radius]
             centre[centre < 0] = slots[centre < 0]
-        if self.codes is not None:  # one gather of packed rows (see `TileCodes`)
-            packed = out.tile.view(np.int64).reshape(out.tile.shape[0], -1)
-            index = slots_selector(slots)
-            packed[index] = self._window(self.codes.grid)[top, left].reshape(slots.size, -1)
-            if died:  # each sees itself on its last tile
-                packed[index, self.radius * self.side + self.radius] |= 1 << 16
-        else:
-            tile = np.empty((slots.size, occ_rm.shape[1], N_TILE_ATTRS), dtype=np.int16)
-            tile[:, :, TileAttr.MATERIAL] = self._window(tiles.material)[top, left].reshape(slots.size, -1)
-            tile[:, :, TileAttr.OCCUPIED] = occ_rm >= 0
-            shown_rows = rows if self.row_offset is None else rows - self.row_offset[slots]
-            tile[:, :, TileAttr.ROW] = shown_rows[:, None] + self.tile_dr
-            tile[:, :, TileAttr.COL] = cols[:, None] + self.tile_dc
-            out.tile[slots_selector(slots)] = tile
+        # Tile rows: one gather of packed rows (`TileCodes`, kept in step by `observe` or the fused engine)
+        packed = out.tile.view(np.int64).reshape(out.tile.shape[0], -1)
+        index = slots_selector(slots)
+        packed[index] = self._window(self.codes.grid)[top, left].reshape(slots.size, -1)
+        if died:  # each sees itself on its last tile
+            packed[index, self.radius * self.side + self.radius] |= 1 << 16
 
         # Entities in distance order, compacted to the first PLAYER_N_OBS. Writes go through flat
         # indices (observer * rows + rank): much cheaper than pairs of fancy indices.
