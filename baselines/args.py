@@ -134,6 +134,11 @@ class Args:
     """Weight of the imitation loss at the start; it falls linearly to 0 over `teacher_steps`."""
     teacher_steps: int = 0
     """Agent-steps over which the imitation weight falls to 0 (0: no teacher, whatever `teacher` says)."""
+    teacher_play_steps: int = 0
+    """Agent-steps at the start in which the teacher plays: the envs step with its actions and the
+    learner learns its labels and the value of its play, without PPO's policy loss (behaviour cloning on
+    the teacher's states; the actions are not the learner's). After them the learner plays and the
+    teacher labels its states. At most `teacher_steps`; 0: the learner plays from the start."""
     progress: bool = True
     """Show a progress bar (in a terminal)."""
     extra: dict = field(default_factory=dict)
@@ -163,12 +168,13 @@ PRESETS: dict[str, dict] = {
     },
     "tasks": {
         "about": "the shipped baseline:tasks: baseline:small's weights with a task input added at zero weight, "
-                 "trained in the tournament's world (train_tournament_tasks: the task reward beside -8 at death) "
-                 "on the directed benchmark's train split, imitating scripted:Follower (which reads each agent's "
-                 "task) with a weight falling from 1 to 0.5 over its 600k agent-steps; `nmmo experiment tasks`'s "
-                 "conditioned arm, seed 0 (about 30 minutes alone on one core)",
+                 "trained in the tournament's world (train_tournament_tasks) on the directed benchmark's train "
+                 "split by behaviour cloning: scripted:Follower (which reads each agent's task) plays all its 600k "
+                 "agent-steps and the network learns its labels; `nmmo experiment tasks`'s conditioned arm, "
+                 "seed 0 (about 15 minutes alone on one core)",
         "args": {"config": "train_tournament_tasks", "tasks": "directed", "task_curriculum": "",
-                 "teacher": "scripted:Follower", "teacher_steps": 1_200_000, "init": "baseline:small",
+                 "teacher": "scripted:Follower", "teacher_steps": 1_200_000, "teacher_play_steps": 600_000,
+                 "lr": 1e-3, "init": "baseline:small",
                  "total_steps": 600_000, "minutes": 24 * 60.0, "num_envs": 5, "minibatch_agent_steps": 1024,
                  "minibatches": 16, "threads": 1, "seed": 0, "out": "out/tasks"},
     },

@@ -135,6 +135,7 @@ class Rollout:
     chunk_states: list = field(default_factory=list)
     labels: np.ndarray | None = None  # the teacher's [direction, style, target] (`TeacherHook`)
     teacher_weight: float = 0.0
+    teacher_plays: bool = False  # the envs stepped with the teacher's actions: imitation without PPO's policy loss
     episodes: list[np.ndarray] = field(default_factory=list)  # each step's finished learner agents' metrics
     timing: dict[str, float] = field(default_factory=lambda: {"env": 0.0, "inference": 0.0, "teacher": 0.0,
                                                                "learn": 0.0})
@@ -191,6 +192,11 @@ def check_args(args: Args) -> None:
     if args.teacher_steps < 0 or args.teacher_coef < 0:
         raise ValueError(f"teacher_steps and teacher_coef must be >= 0, got {args.teacher_steps} and "
                          f"{args.teacher_coef}")
+    if not 0 <= args.teacher_play_steps <= (args.teacher_steps if args.teacher else 0):
+        raise ValueError(f"teacher_play_steps must be between 0 and teacher_steps ({args.teacher_steps}) with a "
+                         f"teacher, 0 without one; got {args.teacher_play_steps}")
+    if args.teacher_play_steps and not args.teacher_coef:
+        raise ValueError("teacher_play_steps needs teacher_coef > 0: a teacher that plays is there to be imitated")
     if (args.task_curriculum or args.task_blind) and not args.tasks:
         raise ValueError("--task-curriculum and --task-blind need --tasks SET")
     if args.teacher:  # a bad spec fails now, naming it, not after the envs are built
@@ -289,7 +295,7 @@ def learn(run: Run, rollout: Rollout) -> dict:
                      args.gae_lambda)
     losses = _update(run.model, run.optimizer, args, rollout.obs, rollout.actions, rollout.logps, rollout.values,
                      advantages, rollout.valid, rollout.resets, rollout.chunk_states, run.rng, rollout.labels,
-                     rollout.teacher_weight)
+                     rollout.teacher_weight, rollout.teacher_plays)
     rollout.timing["learn"] += time.perf_counter() - tick
     return losses
 
@@ -402,17 +408,26 @@ class TeacherHook(Hook):
 
     def __init__(self, teacher: Teacher, args: Args) -> None:
         self.teacher, self.args = teacher, args
+        self.playing: np.ndarray | None = None  # this tick's actions while the teacher plays
 
     def rollout_start(self, run: Run, rollout: Rollout) -> None:
         rollout.teacher_weight = teacher_weight(self.args, run.step)
         if rollout.teacher_weight > 0:
             rollout.labels = np.tile(UNLABELLED, (*rollout.valid.shape, 1))
+            rollout.teacher_plays = run.step < self.args.teacher_play_steps
+        self.playing = None
 
     def before_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray) -> None:
         if rollout.labels is not None:
             tick = time.perf_counter()
             rollout.labels[t] = self.teacher.label(obs, ids, rollout.valid[t])
             rollout.timing["teacher"] += time.perf_counter() - tick
+            self.playing = label_actions(rollout.labels[t]) if rollout.teacher_plays else None
+
+    def play(self, played: np.ndarray, obs: dict[str, np.ndarray], ids: np.ndarray, alive: np.ndarray) -> np.ndarray:
+        if self.playing is None:
+            return played
+        return np.where((alive & (self.playing[:, 0] >= 0))[:, None], self.playing, played)
 
     def after_step(self, rollout: Rollout, t: int, obs: dict[str, np.ndarray], ids: np.ndarray,
                    result: VecStep) -> None:
@@ -593,6 +608,14 @@ def minibatch_count(args, live_agent_steps: int) -> int:
     return args.minibatches
 
 
+def label_actions(labels: np.ndarray) -> np.ndarray:
+    """The teacher's labels as actions the envs step with: no attack (-1) becomes the no-op's."""
+    actions = labels.copy()
+    no_attack = labels[:, 2] < 0
+    actions[no_attack, 1], actions[no_attack, 2] = NO_OP_ROW[1], NO_OP_ROW[2]
+    return actions
+
+
 def teacher_weight(args: Args, step: int) -> float:
     """The imitation loss's weight after `step` agent-steps: `teacher_coef`, falling linearly to 0
     at `teacher_steps`."""
@@ -602,10 +625,12 @@ def teacher_weight(args: Args, step: int) -> float:
 
 
 def _update(model, optimizer, args, batch, actions, logps, values, advantages, valid, resets, chunk_states,
-            rng: np.random.Generator, labels: np.ndarray | None = None, weight: float = 0.0) -> dict:
+            rng: np.random.Generator, labels: np.ndarray | None = None, weight: float = 0.0,
+            imitate_only: bool = False) -> dict:
     """PPO epochs over the rollout cut into BPTT chunks of `args.bptt` ticks, each replayed through
     the LSTM from the memory it started with; chunks without a live agent are skipped. With a
-    teacher's `labels`, their cross-entropy times `weight` joins the loss."""
+    teacher's `labels`, their cross-entropy times `weight` joins the loss; `imitate_only` (the
+    teacher played the rollout) drops the policy loss and the entropy bonus, keeping the value's."""
     length = min(args.bptt, valid.shape[0])
     returns = as_chunks(advantages + values, length)
     batch = {k: as_chunks(v, length) for k, v in batch.items()}
@@ -643,7 +668,9 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
             policy_loss = -(torch.min(ratio * adv, clipped * adv) * mask).sum() / mask.sum().clamp(min=1)
             value_loss = (((value - take(returns)) ** 2) * mask).sum() / mask.sum().clamp(min=1)
             entropy_mean = (entropy * mask).sum() / mask.sum().clamp(min=1)
-            loss = policy_loss + args.vf_coef * value_loss - args.ent_coef * entropy_mean
+            loss = args.vf_coef * value_loss
+            if not imitate_only:
+                loss = loss + policy_loss - args.ent_coef * entropy_mean
             if labels is not None:
                 imitation = imitation_loss((move, style, target), take(labels), mask)
                 loss = loss + weight * imitation
@@ -658,7 +685,10 @@ def _update(model, optimizer, args, batch, actions, logps, values, advantages, v
                                  ("entropy", entropy_mean), ("approx_kl", kl)):
                 stats[name].append(float(value_.detach()))
     means = {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
-    return {**means, "teacher_weight": weight, "updates": len(stats["policy_loss"])}  # gradient steps this iteration
+    if imitate_only:  # the teacher's actions: PPO's ratio and its loss were never optimized
+        means["policy_loss"] = means["approx_kl"] = float("nan")
+    return {**means, "teacher_weight": weight, "teacher_plays": int(imitate_only),
+            "updates": len(stats["policy_loss"])}  # gradient steps this iteration
 
 
 def _log_row(iteration, step, started, timing, valid, rewards, finished, losses) -> dict:

@@ -208,6 +208,7 @@ def test_tasks_experiment_compares_conditioned_blind_and_shuffled_agents_on_held
         blind = key.startswith("blind")
         assert "--tasks directed" in entry["train_command"] and "--init baseline:small" in entry["train_command"]
         assert "--teacher scripted:Follower --teacher-steps 1200000" in entry["train_command"]  # both arms alike
+        assert "--teacher-play-steps 600000" in entry["train_command"] and "--lr 0.001" in entry["train_command"]
         assert ("--task-blind" in entry["train_command"]) == blind
         policy = CheckpointPolicy(tasks.config_module.resolve(tiny), path=entry["checkpoint"])
         assert ("task_dim" in policy.model.kwargs) != blind  # the blind network has no task input
@@ -238,3 +239,5 @@ def test_tasks_experiment_compares_conditioned_blind_and_shuffled_agents_on_held
     again = tasks.run_tasks(tiny, (0,), budget, out, resume=True, on_run=seen.append, eval_config=tiny)
     assert seen == [] and again["summary"]["rows"] == summary["rows"]
     assert again["summary"]["references"] == summary["references"]
+    with pytest.raises(ValueError, match=r"--teacher-play-steps \(1300000\) must be between 0 and --teacher-steps"):
+        tasks.run_tasks(tiny, (0,), budget, tmp_path / "refused", teacher_play_steps=1_300_000)

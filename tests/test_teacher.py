@@ -108,3 +108,39 @@ def test_training_with_a_teacher_imitates_it_until_its_weight_runs_out(tmp_path)
     taught = [row["imitation_loss"] for row in rows if row["teacher_weight"] > 0]
     untaught = [row["imitation_loss"] for row in control if row["teacher_weight"] > 0]
     assert np.mean(taught[-3:]) < 0.9 * np.mean(untaught[-3:])  # the heads moved toward the teacher's choices
+
+
+def test_while_the_teacher_plays_the_envs_step_with_its_actions_and_ppo_waits(tmp_path):
+    from baselines.ppo import Hook, collect, label_actions, make_hooks, prepare
+
+    args = tiny_args(tmp_path, teacher="scripted:Forage", teacher_steps=10**6, teacher_play_steps=1)
+    run = prepare(args)
+
+    class Watch(Hook):  # after the teacher's hook: sees what the envs are stepped with
+        def play(self, played, obs, ids, alive):
+            self.played.append((played.copy(), alive.copy()))
+            return played
+
+    watch = Watch()
+    hooks = [*make_hooks(run), watch]
+    run.obs, run.state = run.vec.reset(), run.model.initial_state(run.vec.rows)
+    run.prev_ids, run.prev_done = np.zeros(run.vec.rows, np.int64), np.ones(run.vec.rows, bool)
+    for teacher_plays in (True, False):  # the first rollout's steps reach teacher_play_steps: then the learner plays
+        watch.played = []
+        rollout = collect(run, hooks)
+        assert rollout.teacher_plays == teacher_plays and rollout.labels is not None
+        for t, (played, alive) in enumerate(watch.played):
+            expected = label_actions(rollout.labels[t]) if teacher_plays else rollout.actions[t]
+            assert alive.any() and np.array_equal(played[alive], expected[alive])
+    run.vec.close()
+
+    train(tiny_args(tmp_path / "run", iterations=3, teacher="scripted:Forage", teacher_steps=10**6,
+                    teacher_play_steps=2 * 64 * 8 + 1))  # at most 2 envs x 64 slots x 8 ticks an iteration
+    rows = read_log(tmp_path / "run")
+    assert [row["teacher_plays"] for row in rows] == [1, 1, 0]
+    assert [math.isnan(row["policy_loss"]) for row in rows] == [True, True, False]
+    assert all(math.isfinite(row["imitation_loss"]) and math.isfinite(row["value_loss"]) for row in rows)
+    with pytest.raises(ValueError, match="teacher_play_steps must be between 0 and teacher_steps"):
+        train(tiny_args(tmp_path, teacher="scripted:Forage", teacher_steps=100, teacher_play_steps=101))
+    with pytest.raises(ValueError, match="teacher_play_steps needs teacher_coef > 0"):
+        train(tiny_args(tmp_path, teacher="scripted:Forage", teacher_steps=100, teacher_play_steps=50, teacher_coef=0))

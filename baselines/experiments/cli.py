@@ -21,8 +21,8 @@ from nmmo.cli.tables import print_table
 
 #: Flags of every experiment that go into the command line recorded in the results file.
 RECORDED = ("config", "games", "caps", "test_cap", "maps", "train_tasks", "heldout", "curriculum", "teacher",
-            "teacher_steps", "init", "eval_config", "seeds", "steps", "minutes", "rows", "minibatch_agent_steps",
-            "eval_episodes", "eval_ticks", "eval_seed", "out")
+            "teacher_steps", "teacher_play_steps", "lr", "init", "eval_config", "seeds", "steps", "minutes", "rows",
+            "minibatch_agent_steps", "eval_episodes", "eval_ticks", "eval_seed", "out")
 
 
 def budget_from(args: argparse.Namespace) -> Budget:
@@ -90,7 +90,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     results = tasks.run_tasks(args.config, _seeds(args), budget_from(args), args.out, args.resume, command_line(args),
                               train_tasks=args.train_tasks, heldout=args.heldout, curriculum=args.curriculum,
                               teacher=args.teacher, teacher_steps=args.teacher_steps, init=args.init,
-                              eval_config=args.eval_config)
+                              eval_config=args.eval_config, teacher_play_steps=args.teacher_play_steps, lr=args.lr)
     return _report(results, tasks.table, args.out, "tasks", args.quiet)
 
 
@@ -172,6 +172,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--teacher", default=tasks.TEACHER, help="a policy spec both arms imitate at first ('': none)")
     gen.add_argument("--teacher-steps", type=int, default=tasks.TEACHER_STEPS, help="agent-steps over which the "
                      "imitation weight falls from 1 to 0 (linearly; longer than --steps: it never reaches 0)")
+    gen.add_argument("--teacher-play-steps", type=int, default=tasks.TEACHER_PLAY_STEPS, help="agent-steps at the "
+                     "start in which the teacher plays and both arms learn its labels alone (behaviour cloning); "
+                     "after them the learner plays, the teacher labels and PPO joins (0: the learner plays "
+                     "throughout)")
+    gen.add_argument("--lr", type=float, default=tasks.LR, help="the trainer's learning rate, both arms")
     gen.add_argument("--init", default=tasks.INIT, help="the weights both arms start from (baseline:NAME or "
                      "ckpt:PATH; '': from scratch)")
     gen.add_argument("--eval-config", default=tasks.EVAL_CONFIG, help="the world of the held-out episodes "

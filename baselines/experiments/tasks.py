@@ -1,22 +1,24 @@
 """`nmmo experiment tasks`: does an agent that reads its task complete tasks it never trained on?
 
 The directed benchmark's protocol (docs/tasks.md): two arms train on its train split (``directed``)
-in the tournament's world (``train_tournament_tasks``: the task reward beside -8 at death, where
-agents live long enough for their tasks), from the same start (``--init``, `baseline:small`'s
-weights), with the same reward, the same draws of tasks, the same budget of agent-steps and the
-same teacher: `scripted:Follower`, which reads each agent's task from its observation and pursues
-it, labels the states the learner visits and the imitation loss joins PPO's with a weight falling
-from 1 toward 0 over ``--teacher-steps``. The *conditioned* arm reads each agent's task embedding;
-the *blind* one (``nmmo train --task-blind``) gets none, so it sees the teacher's labels without what
-explains them. Each final checkpoint then controls every agent of ``--eval-episodes`` episodes of
-the held-out split (``heldout``: argument values and combinations the train split lacks) in the
-canonical tournament world (``--eval-config``), played as ``nmmo eval --tasks heldout`` plays them
-(the same seeds, maps, spawns and task draws for every run); the conditioned checkpoint plays them
-a second time reading another agent's task (``--task-input shuffled``). An episode's score is the
-completion rate of its lives. Reported: each arm's completion with a 95 % t interval over seeds;
-conditioned - blind and own - shuffled paired episode by episode, per seed (interval over episodes)
-and pooled over seeds x episodes; the teacher and `baseline:small` on the same episodes; the
-training split's completion at the end of training (the last tenth of the iterations' lives).
+in the tournament's world (``train_tournament_tasks``, where agents live long enough for their
+tasks), from the same start (``--init``, `baseline:small`'s weights), with the same draws of tasks,
+the same budget of agent-steps and the same teacher: `scripted:Follower`, which reads each agent's
+task from its observation and pursues it. For the first ``--teacher-play-steps`` (by default the
+whole budget) the follower plays and both arms learn its labels (behaviour cloning, no policy
+loss); after them the learner plays, the follower labels its states and PPO joins, the imitation
+weight falling from 1 toward 0 over ``--teacher-steps``. The *conditioned* arm reads each agent's
+task embedding; the *blind* one (``nmmo train --task-blind``) gets none, so it sees the teacher's
+labels without what explains them. Each final checkpoint then controls every agent of
+``--eval-episodes`` episodes of the held-out split (``heldout``: argument values and combinations
+the train split lacks) in the canonical tournament world (``--eval-config``), played as ``nmmo eval
+--tasks heldout`` plays them (the same seeds, maps, spawns and task draws for every run); the
+conditioned checkpoint plays them a second time reading another agent's task (``--task-input
+shuffled``). An episode's score is the completion rate of its lives. Reported: each arm's
+completion with a 95 % t interval over seeds; conditioned - blind and own - shuffled paired episode
+by episode, per seed (interval over episodes) and pooled over seeds x episodes; the teacher and
+`baseline:small` on the same episodes; the imitation loss at the end of training (the last tenth
+of the iterations) and the training split's completion where the learner played.
 """
 
 from __future__ import annotations
@@ -48,6 +50,13 @@ CURRICULUM = ""
 #: the same labels without the input that explains them.
 TEACHER = "scripted:Follower"
 TEACHER_STEPS = 1_200_000
+#: The follower plays the whole default budget (behaviour cloning on its own play): learning its
+#: labels on the states the learner visits, beside PPO, left the task input unused
+#: (docs/experiments.md "What did not work"), while an offline clone of its play read it.
+TEACHER_PLAY_STEPS = 600_000
+#: The learning rate of the clone that read its task offline (the PPO recipes' 3e-4 moved the
+#: task pathway more slowly).
+LR = 1e-3
 #: Both arms start from the survival baseline (its weights; the task input at zero weight).
 INIT = "baseline:small"
 SEEDS = (0, 1, 2)
@@ -72,7 +81,8 @@ REFERENCES = ("scripted:Follower", "baseline:small")
 TAIL = 0.1
 
 
-def task_reward_recipe(config: str = CONFIG, teacher: str = TEACHER, teacher_steps: int = TEACHER_STEPS) -> str:
+def task_reward_recipe(config: str = CONFIG, teacher: str = TEACHER, teacher_steps: int = TEACHER_STEPS,
+                       teacher_play_steps: int = 0) -> str:
     """The training reward of both arms, in words."""
     from baselines.args import Args
 
@@ -81,6 +91,9 @@ def task_reward_recipe(config: str = CONFIG, teacher: str = TEACHER, teacher_ste
                 if world.TASK_SURVIVAL_REWARD else "TASK_SURVIVAL_REWARD 0, so no -1 at death, as in nmmo 2.x")
     imitation = (f"; imitation of {teacher} with a weight falling linearly from 1 (0 at {teacher_steps:,} "
                  "agent-steps)" if teacher and teacher_steps else "")
+    if teacher and teacher_steps and teacher_play_steps:
+        imitation += (f", {teacher} playing the first {teacher_play_steps:,} agent-steps (the learner learns its "
+                      "labels and the value of its play, no policy loss)")
     return (f"tasks: the reward of the agent's task (TASK_REWARD {world.TASK_REWARD:g}; {survival}), plus "
             f"{Args().resource_reward} per unit of food or water an agent gains by eating or drinking "
             f"(baselines.args.Args.resource_reward; not on ticks it attacks, not from loot){imitation}")
@@ -93,12 +106,12 @@ def make_runs(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS) -> list[Run]
 
 
 def trainer(tasks: str, curriculum: str, teacher: str = TEACHER, teacher_steps: int = TEACHER_STEPS,
-            init: str = INIT):
-    """Each run's trainer settings: the tasks, the curriculum, the teacher, the weights it starts
-    from, and for the blind arm no embedding."""
+            init: str = INIT, teacher_play_steps: int = TEACHER_PLAY_STEPS, lr: float = LR):
+    """Each run's trainer settings: the tasks, the curriculum, the teacher (and how long it plays),
+    the weights it starts from, the learning rate, and for the blind arm no embedding."""
     return lambda run: {"tasks": tasks, "task_curriculum": curriculum, "task_blind": run.condition == "blind",
                         "teacher": teacher or None, "teacher_steps": teacher_steps if teacher else 0,
-                        "init": init}
+                        "teacher_play_steps": teacher_play_steps if teacher else 0, "init": init, "lr": lr}
 
 
 def heldout_play(spec: str, budget: Budget, heldout: str, eval_config: str, task_input: str = "own") -> dict[str, Any]:
@@ -130,18 +143,30 @@ def evaluator(budget: Budget, heldout: str, eval_config: str):
         if run.condition == "conditioned":
             out["shuffled"] = heldout_play(spec, budget, heldout, eval_config, "shuffled")
         log = read_log(Path(entry["checkpoint"]).parent)
-        return {**out, "train_completion": clean(tail_completion(log)),
-                "train_curve": [[row["step"], clean(row.get("task_completion")), row.get("task_lives")] for row in log]}
+        return {**out, "train_completion": clean(tail_completion(log)), "imitation_end": clean(tail_imitation(log)),
+                "train_curve": [[row["step"], clean(row.get("task_completion")), row.get("task_lives")] for row in log],
+                "imitation_curve": [[row["step"], clean(row.get("imitation_loss"))] for row in log],
+                "teacher_played": [row["step"] for row in log if row.get("teacher_plays")]}
 
     return evaluate
 
 
 def tail_completion(log: list[dict]) -> float:
-    """The completion rate of the lives that ended in the last `TAIL` of the iterations (pooled)."""
-    tail = log[-max(1, round(len(log) * TAIL)):] if log else []
+    """The completion rate of the lives that ended in the last `TAIL` of the iterations (pooled),
+    counting only iterations the learner played (while the teacher plays, the lives are its)."""
+    own = [row for row in log if not row.get("teacher_plays")]
+    tail = own[-max(1, round(len(log) * TAIL)):] if own else []
     lives = sum(row.get("task_lives") or 0.0 for row in tail)
     done = sum((row.get("task_completion") or 0.0) * (row.get("task_lives") or 0.0) for row in tail)
     return done / lives if lives else float("nan")
+
+
+def tail_imitation(log: list[dict]) -> float:
+    """The mean imitation loss (cross-entropy on the teacher's labels) of the last `TAIL` of the
+    iterations: lower in the conditioned arm when its task input explains labels the blind one cannot."""
+    values = [row["imitation_loss"] for row in log[-max(1, round(len(log) * TAIL)):]
+              if isinstance(row.get("imitation_loss"), float) and np.isfinite(row["imitation_loss"])]
+    return float(np.mean(values)) if values else float("nan")
 
 
 def run_tasks(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS, budget: Budget | None = None,
@@ -149,21 +174,26 @@ def run_tasks(config: str = CONFIG, seeds: tuple[int, ...] = SEEDS, budget: Budg
               on_run=None, train_tasks: str = TRAIN_TASKS, heldout: str = HELDOUT_TASKS,
               curriculum: str = CURRICULUM, teacher: str = TEACHER, teacher_steps: int = TEACHER_STEPS,
               init: str = INIT, eval_config: str = EVAL_CONFIG,
-              references: tuple[str, ...] = REFERENCES) -> dict[str, Any]:
+              references: tuple[str, ...] = REFERENCES, teacher_play_steps: int = TEACHER_PLAY_STEPS,
+              lr: float = LR) -> dict[str, Any]:
     """Train both arms for every seed, evaluate on the held-out split, summarize; writes OUT/tasks.json
     and OUT/tasks.png and returns the results."""
     budget = (budget or Budget(DEFAULT_STEPS, rows=ROWS, minibatch_agent_steps=MINIBATCH_AGENT_STEPS,
                                eval_episodes=EVAL_EPISODES, eval_ticks=EVAL_TICKS, eval_seed=EVAL_SEED)).check()
     if budget.eval_episodes < 2:
         raise ValueError("the tasks experiment compares runs episode by episode: --eval-episodes must be >= 2")
+    if teacher and not 0 <= teacher_play_steps <= teacher_steps:
+        raise ValueError(f"--teacher-play-steps ({teacher_play_steps}) must be between 0 and --teacher-steps "
+                         f"({teacher_steps})")
     load_task_set(train_tasks), load_task_set(heldout), config_module.resolve(eval_config)  # fail before training
     runs = make_runs(config, tuple(seeds))
     out = Path(out)
     settings = {"config": config, "train_tasks": train_tasks, "heldout": heldout, "curriculum": curriculum,
-                "teacher": teacher, "teacher_steps": teacher_steps, "init": init, "eval_config": eval_config}
+                "teacher": teacher, "teacher_steps": teacher_steps, "teacher_play_steps": teacher_play_steps,
+                "lr": lr, "init": init, "eval_config": eval_config}
     results = run_all("tasks", runs, budget, out, settings, evaluator(budget, heldout, eval_config), resume, command,
-                      on_run, trainer(train_tasks, curriculum, teacher, teacher_steps, init),
-                      task_reward_recipe(config, teacher, teacher_steps))
+                      on_run, trainer(train_tasks, curriculum, teacher, teacher_steps, init, teacher_play_steps, lr),
+                      task_reward_recipe(config, teacher, teacher_steps, teacher_play_steps))
     # the references are deterministic: a resume (same settings, checked by run_all) keeps those measured
     kept = previous_references(out / "tasks.json") if resume else {}
     results["references"] = {spec: kept.get(spec) or heldout_play(spec, budget, heldout, eval_config)
@@ -224,6 +254,7 @@ def summarize(results: dict[str, Any], runs: list[Run]) -> dict[str, Any]:
                      "completion": _arm_cells(entries, "completion"), "progress": _arm_cells(entries, "progress"),
                      "task_mean": seed_interval([task_mean(e) for e in entries]),
                      "train_completion": seed_interval([e["eval"]["train_completion"] for e in entries]),
+                     "imitation_end": seed_interval([e["eval"].get("imitation_end") for e in entries]),
                      "tags": {tag: seed_interval([tag_mean(e, tag) for e in entries]) for tag in tags}})
     conditioned = {e["seed"]: e["eval"] for e in groups.get("conditioned", [])}
     blind = {e["seed"]: e["eval"] for e in groups.get("blind", [])}
@@ -233,6 +264,7 @@ def summarize(results: dict[str, Any], runs: list[Run]) -> dict[str, Any]:
                      "completion": _arm_cells(shuffled, "completion", "shuffled"),
                      "progress": _arm_cells(shuffled, "progress", "shuffled"),
                      "task_mean": seed_interval([]), "train_completion": seed_interval([]),
+                     "imitation_end": seed_interval([]),
                      "tags": {tag: seed_interval([e["eval"]["shuffled"]["report"]["tags"][tag]["completion"]["mean"]
                                                   for e in shuffled]) for tag in tags}})
     summary: dict[str, Any] = {
@@ -286,26 +318,28 @@ def table(results: dict[str, Any]) -> Table:
                     "interval over seeds]")
     tags = [tag for tag in summary["tags"] if tag not in (settings["heldout"],)]
     for name in ("arm", "held-out completion", "tasks weighted equally", "held-out progress",
-                 "train-split completion (end)", *(f"tag {tag}" for tag in tags)):
+                 "train-split completion (end, learner playing)", "imitation loss (end)",
+                 *(f"tag {tag}" for tag in tags)):
         t.add_column(name, justify="left" if name == "arm" else "right")
     for row in summary["rows"]:
         t.add_row(row["arm"], fmt(row["completion"], 3), fmt(row.get("task_mean", {}), 3), fmt(row["progress"], 3),
-                  fmt(row["train_completion"], 3), *(fmt(row["tags"][tag], 3) for tag in tags))
+                  fmt(row["train_completion"], 3), fmt(row.get("imitation_end", {}), 3),
+                  *(fmt(row["tags"][tag], 3) for tag in tags))
     for key, what in (("conditioned_minus_blind", "conditioned - blind"), ("own_minus_shuffled", "own - shuffled")):
         pooled = summary[key]["pooled"]
         if pooled["n"]:
-            t.add_row(f"{what} (paired, pooled over seeds x episodes)", fmt(pooled, 3), "", "", "",
+            t.add_row(f"{what} (paired, pooled over seeds x episodes)", fmt(pooled, 3), "", "", "", "",
                       *("" for _ in tags))
     for spec, ref in summary.get("references", {}).items():  # intervals over episodes, not seeds
         t.add_row(f"{spec} (reference; over episodes)", fmt(ref["completion"], 3), fmt(ref["task_mean"], 3),
-                  fmt(ref["progress"], 3), "-", *("-" for _ in tags))
+                  fmt(ref["progress"], 3), "-", "-", *("-" for _ in tags))
     return t
 
 
 def plot(results: dict[str, Any], runs: list[Run], path: Path) -> Path:
     """Held-out completion per arm and reference (seeds as dots, 95 % t intervals), the paired
-    contrasts per seed and pooled, each family's completion, and the training split's completion
-    over training."""
+    contrasts per seed and pooled, each family's completion, and the imitation loss over training
+    (the conditioned arm's lower when it reads its task)."""
     plt = pyplot()
     summary, groups = results["summary"], by_condition(results, runs)
     fig, axes = plt.subplots(1, 4, figsize=(21, 5), gridspec_kw={"width_ratios": [1.3, 1, 2, 1.6]})
@@ -339,12 +373,12 @@ def plot(results: dict[str, Any], runs: list[Run], path: Path) -> Path:
     ax = axes[3]
     for arm, entries in groups.items():
         for k, entry in enumerate(entries):
-            curve = [(s, c) for s, c, _ in entry["eval"]["train_curve"] if c is not None]
+            curve = [(s, c) for s, c in entry["eval"].get("imitation_curve", []) if c is not None]
             if curve:
                 x, y = zip(*curve, strict=True)
                 ax.plot(x, y, color=colours.get(arm, "C3"), alpha=0.6, label=arm if k == 0 else None)
     ax.legend(fontsize=8)
-    ax.set_title("train-split completion over training")
+    ax.set_title(f"imitation loss on {results['settings']['teacher'] or 'no teacher'}'s labels")
     label_agent_steps(ax)
     fig.tight_layout()
     return save_figure(fig, path)
