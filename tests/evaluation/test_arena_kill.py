@@ -142,10 +142,19 @@ def killed(tmp_path_factory):
             seen["cut_off"] = [row["claim"] for row in db.claims(conn)]
         seen["max_episodes"] = seen["episodes_at_kill"] + 4
         server, url = serve(db_path, log, *flags, "--max-episodes", str(seen["max_episodes"]))
-        worker = wait_for(lambda: playing_worker(url), 60, "a worker mid-episode after the restart")
-        with closing(db.connect(db_path, readonly=True)) as conn:
-            seen["worker_claim"] = [row["claim"] for row in db.claims(conn) if row["worker_pid"] == worker]
-        seen["worker_family"] = descendants(worker)
+        def mid_episode() -> tuple[int, list[int], set[int]] | None:
+            """A worker with its claim and its submissions' processes, read together just before the
+            kill (read apart, the episode could end between the reads: seen once under load)."""
+            worker = playing_worker(url)
+            if worker is None:
+                return None
+            with closing(db.connect(db_path, readonly=True)) as conn:
+                claim = [row["claim"] for row in db.claims(conn) if row["worker_pid"] == worker]
+            family = descendants(worker)
+            return (worker, claim, family) if claim and family else None
+
+        worker, seen["worker_claim"], seen["worker_family"] = wait_for(mid_episode, 60,
+                                                                       "a worker mid-episode after the restart")
         os.kill(worker, signal.SIGKILL)
         seen["left_after_worker_kill"] = survivors(seen["worker_family"])
         seen["server_alive_after_worker_kill"] = server.poll() is None
