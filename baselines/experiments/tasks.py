@@ -54,8 +54,8 @@ TEACHER_STEPS = 1_200_000
 #: labels on the states the learner visits, beside PPO, left the task input unused
 #: (docs/experiments.md "What did not work"), while an offline clone of its play read it.
 TEACHER_PLAY_STEPS = 600_000
-#: The learning rate of the clone that read its task offline (the PPO recipes' 3e-4 moved the
-#: task pathway more slowly).
+#: The learning rate of the offline clone that read its task (cloning at the earlier protocol's
+#: 3e-4 was not tried).
 LR = 1e-3
 #: Both arms start from the survival baseline (its weights; the task input at zero weight).
 INIT = "baseline:small"
