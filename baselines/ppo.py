@@ -156,10 +156,7 @@ def train(args: Args) -> dict:
     check_args(args)
     run = prepare(args)
     hooks = make_hooks(run)
-    run.obs = run.vec.reset()
-    run.state = run.model.initial_state(run.vec.rows, args.device)
-    run.prev_ids = np.zeros(run.vec.rows, dtype=np.int64)
-    run.prev_done = np.ones(run.vec.rows, dtype=bool)  # carried over rollouts
+    begin(run)
     run.started = time.perf_counter()
     deadline = run.started + 60 * args.minutes
     bar = console.progress(total=args.total_steps or None, desc="train", unit="agent-step", enabled=args.progress,
@@ -240,6 +237,14 @@ def prepare(args: Args) -> Run:
             (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / "tensorboard", ignore_errors=True)
     return run
+
+
+def begin(run: Run) -> None:
+    """Reset the envs: the first observation, fresh memory in every row, no agent held before."""
+    run.obs = run.vec.reset()
+    run.state = run.model.initial_state(run.vec.rows, run.args.device)
+    run.prev_ids = np.zeros(run.vec.rows, dtype=np.int64)
+    run.prev_done = np.ones(run.vec.rows, dtype=bool)  # carried over rollouts
 
 
 def collect(run: Run, hooks: list[Hook]) -> Rollout:

@@ -111,7 +111,7 @@ def test_training_with_a_teacher_imitates_it_until_its_weight_runs_out(tmp_path)
 
 
 def test_while_the_teacher_plays_the_envs_step_with_its_actions_and_ppo_waits(tmp_path):
-    from baselines.ppo import Hook, collect, label_actions, make_hooks, prepare
+    from baselines.ppo import Hook, begin, collect, label_actions, make_hooks, prepare
 
     args = tiny_args(tmp_path, teacher="scripted:Forage", teacher_steps=10**6, teacher_play_steps=1)
     run = prepare(args)
@@ -123,8 +123,7 @@ def test_while_the_teacher_plays_the_envs_step_with_its_actions_and_ppo_waits(tm
 
     watch = Watch()
     hooks = [*make_hooks(run), watch]
-    run.obs, run.state = run.vec.reset(), run.model.initial_state(run.vec.rows)
-    run.prev_ids, run.prev_done = np.zeros(run.vec.rows, np.int64), np.ones(run.vec.rows, bool)
+    begin(run)
     for teacher_plays in (True, False):  # the first rollout's steps reach teacher_play_steps: then the learner plays
         watch.played = []
         rollout = collect(run, hooks)
