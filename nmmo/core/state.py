@@ -114,8 +114,10 @@ class Entities:
         return self.level[:, Skill.FISHING]
 
     def equipment(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """Equipment level: the mean of the two armour pieces (float)."""
-        return self.armour[rows].mean(axis=-1)
+        """Equipment level: the mean of the two armour pieces (float64, as `mean` gives, without
+        its overhead: the sum of two small ints is exact)."""
+        armour = self.armour[rows]
+        return (armour[..., 0] + armour[..., 1]) / 2
 
     def combat_level(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """floor(0.25 * (Defense + Constitution) + 0.5 * best attack skill); 3 for a new player."""

@@ -19,14 +19,13 @@ import numpy as np
 
 from nmmo.config import Config
 from nmmo.core import draws
-from nmmo.core.enums import Skill, Style, ints
+from nmmo.core.enums import Skill, ints
 from nmmo.core.rules import chebyshev, may_attack, reaches
 from nmmo.core.state import State
 from nmmo.core.systems import events
 from nmmo.core.systems.progression import add_xp
 
 STYLE_SKILL = np.array([Skill.MELEE, Skill.RANGE, Skill.MAGE])
-_STYLES = tuple(int(style) for style in Style)
 
 
 def hit_damage(config: Config, style: np.ndarray, level: np.ndarray) -> np.ndarray:
@@ -72,7 +71,7 @@ def valid_attacks(state: State, config: Config, attackers: np.ndarray, styles: n
     safe_t = np.where(ok, targets, 0)
     safe_s = np.where(ok, styles, 0)
     dist = chebyshev(ent.row[attackers], ent.col[attackers], ent.row[safe_t], ent.col[safe_t])
-    ok &= ent.alive[safe_t] & (safe_t != attackers) & (dist >= 1) & (dist <= reaches(config)[safe_s])
+    ok &= ent.alive[safe_t] & (dist >= 1) & (dist <= reaches(config)[safe_s])  # dist >= 1: not itself
     return ok & may_attack(config, ent.team[attackers], ent.team[safe_t])
 
 
@@ -90,7 +89,7 @@ def resolve(state: State, config: Config, styles: np.ndarray, targets: np.ndarra
 
     skill = STYLE_SKILL[s]
     attack_level = ent.level[a, skill]
-    armour = ent.armour[t].mean(axis=1)
+    armour = ent.equipment(t)
     defense = ent.level[t, Skill.DEFENSE] + armour
     roll = draws.integers(rng, a, 1, 21)
     hit = (roll >= hit_threshold(config, attack_level, ent.level[t, skill], defense)) | (roll == 20)
@@ -139,20 +138,23 @@ def _freeze(state: State, config: Config, a, s, t, hit) -> None:
 
 
 def _steal_resources(state: State, a, t, damage, order, first) -> None:
-    """Player attackers take up to `damage` food and water each from player targets."""
+    """Player attackers take up to `damage` food and water each from player targets. What each
+    attack wants is the same for both pools, so it is worked out once (and nothing is done
+    when no player attacked a player)."""
     ent = state.entities
     n_players = ent.n_players
+    a, t = a[order], t[order]
+    want = np.where((a < n_players) & (t < n_players), damage[order], 0).astype(np.int64)
+    if not want.any():
+        return
+    cumulative = np.cumsum(want)
+    group_start = np.maximum.accumulate(np.where(first, np.arange(order.size), 0))
+    before = cumulative - want - (cumulative[group_start] - want[group_start])
     for pool, capacity in ((ent.food, ent.food_capacity), (ent.water, ent.water_capacity)):
-        want = np.where((a[order] < n_players) & (t[order] < n_players), damage[order], 0).astype(np.int64)
-        if not want.any():
-            continue
-        cumulative = np.cumsum(want)
-        group_start = np.maximum.accumulate(np.where(first, np.arange(order.size), 0))
-        before = cumulative - want - (cumulative[group_start] - want[group_start])
-        available = pool[t[order]].astype(np.int64)
+        available = pool[t].astype(np.int64)
         take = np.clip(available - before, 0, want)
-        gains = np.bincount(a[order], weights=take, minlength=ent.capacity).astype(np.int32)
-        losses = np.bincount(t[order], weights=take, minlength=ent.capacity).astype(np.int32)
+        gains = np.bincount(a, weights=take, minlength=ent.capacity).astype(np.int32)
+        losses = np.bincount(t, weights=take, minlength=ent.capacity).astype(np.int32)
         pool -= losses
         np.minimum(pool + gains, capacity, out=pool)
 
@@ -161,11 +163,10 @@ def _combat_xp(state: State, config: Config, a, s, credited, hit_rows, applied) 
     ent, level_max = state.entities, config.PROGRESSION_LEVEL_MAX
     n_players = ent.n_players
     by_player = a < n_players
-    pa, ps, pd = a[by_player], s[by_player], credited[by_player].astype(np.int64)
-    add_xp(ent, pa, Skill.CONSTITUTION, config.PROGRESSION_DEALT_CONSTITUTION_XP * pd, level_max)
-    for style in _STYLES:
-        mine = ps == style
-        add_xp(ent, pa[mine], STYLE_SKILL[style], config.PROGRESSION_DEALT_STYLE_XP * pd[mine], level_max)
+    if by_player.any():  # each attacker row once, so one call gives each its own style's skill
+        pa, pd = a[by_player], credited[by_player].astype(np.int64)
+        add_xp(ent, pa, Skill.CONSTITUTION, config.PROGRESSION_DEALT_CONSTITUTION_XP * pd, level_max)
+        add_xp(ent, pa, STYLE_SKILL[s[by_player]], config.PROGRESSION_DEALT_STYLE_XP * pd, level_max)
     survived = (hit_rows < n_players) & (ent.health[hit_rows] > 0)
     rows, taken = hit_rows[survived], applied[survived].astype(np.int64)
     add_xp(ent, rows, Skill.CONSTITUTION, config.PROGRESSION_TAKEN_CONSTITUTION_XP * taken, level_max)

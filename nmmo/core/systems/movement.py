@@ -12,6 +12,8 @@ never share a tile, and no id or slot has an edge.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from nmmo.config import Config
@@ -22,43 +24,55 @@ from nmmo.core.systems import events
 
 
 def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Move entities; `directions` is per entity row (STAY for none). Returns rows that entered lava."""
+    """Move entities; `directions` is per entity row (STAY for none). Returns rows that entered lava.
+    Tiles are addressed by flat index (row * cols + col): one `take` or `put` per grid and round."""
     ent, tiles = state.entities, state.tiles
-    frozen = is_frozen(ent.freeze_end, state.tick)
-    movers = np.flatnonzero(ent.alive & (ent.health > 0) & (directions != ints.Direction.STAY) & ~frozen)
+    moving = directions != ints.Direction.STAY
+    moving &= ent.alive
+    moving &= ent.health > 0
+    moving &= ~is_frozen(ent.freeze_end, state.tick)
+    movers = np.flatnonzero(moving)
     priority = draws.uniform_all(rng, ent.capacity)
     if movers.size == 0:
         return movers
-    d = directions[movers]
-    dest_r = ent.row[movers] + DELTAS[d, 0]
-    dest_c = ent.col[movers] + DELTAS[d, 1]
-    material = tiles.material[dest_r, dest_c]
-    into_lava = (material == ints.Material.LAVA) & (not config.IMMORTAL)
-    walk = WALKABLE[material] & ~into_lava
+    width = tiles.cols
+    occupancy, d = tiles.occupancy.ravel(), directions[movers]
+    src = ent.row[movers].astype(np.int64) * width + ent.col[movers]
+    dest = src + _offsets(width).take(d)
+    material = tiles.material.ravel().take(dest)
+    walk = WALKABLE.take(material)  # lava is not walkable
 
-    lava = movers[into_lava]
+    lava = movers[material == ints.Material.LAVA] if not config.IMMORTAL else movers[:0]
     if lava.size:
-        tiles.occupancy[ent.row[lava], ent.col[lava]] = -1
-        ent.row[lava], ent.col[lava] = dest_r[into_lava], dest_c[into_lava]
+        into_lava = material == ints.Material.LAVA
+        occupancy[src[into_lava]] = -1
+        ent.row[lava] += DELTAS[d[into_lava], 0]
+        ent.col[lava] += DELTAS[d[into_lava], 1]
         ent.health[lava] = 0
 
-    pending, pr, pc = movers[walk], dest_r[walk], dest_c[walk]
-    size = tiles.cols
+    pending, dest, src = movers[walk], dest[walk], src[walk]
     while pending.size:
-        free = tiles.occupancy[pr, pc] < 0
+        free = occupancy.take(dest) < 0
         if not free.any():
             break
-        claimants, cr, cc = pending[free], pr[free], pc[free]
-        flat = cr.astype(np.int64) * size + cc
-        winners = _winners(tiles, claimants, flat, priority)
-        w = claimants[winners]
-        tiles.occupancy[ent.row[w], ent.col[w]] = -1
-        ent.row[w], ent.col[w] = cr[winners], cc[winners]
-        tiles.occupancy[ent.row[w], ent.col[w]] = w
+        claimants, claimed, left = pending[free], dest[free], src[free]
+        winners = _winners(tiles, claimants, claimed, priority)
+        w, to = claimants[winners], claimed[winners]
+        occupancy[left[winners]] = -1
+        occupancy[to] = w
+        ent.row[w], ent.col[w] = np.divmod(to, width)
         events.moved(state, w)
         waiting = ~free  # everyone who claimed a free tile either moved or lost it for good
-        pending, pr, pc = pending[waiting], pr[waiting], pc[waiting]
+        pending, dest, src = pending[waiting], dest[waiting], src[waiting]
     return lava
+
+
+@functools.lru_cache(maxsize=16)
+def _offsets(width: int) -> np.ndarray:
+    """Flat offset of a move per `Direction` on a grid `width` tiles wide (0 for stay)."""
+    offsets = DELTAS[:, 0].astype(np.int64) * width + DELTAS[:, 1]
+    offsets.setflags(write=False)  # cached and shared
+    return offsets
 
 
 def _winners(tiles, claimants: np.ndarray, flat: np.ndarray, priority: np.ndarray) -> np.ndarray:
@@ -70,10 +84,11 @@ def _winners(tiles, claimants: np.ndarray, flat: np.ndarray, priority: np.ndarra
         tiles.scratch = np.empty(tiles.occupancy.size, dtype=np.int64)
     scratch, index = tiles.scratch, np.arange(flat.size)
     scratch[flat] = index  # one claimant per tile is recorded (which one does not matter)
-    scratch[flat[scratch[flat] != index]] = -1  # tiles where another claimant was not recorded
-    contested = scratch[flat] == -1
-    if not contested.any():
+    unrecorded = scratch.take(flat) != index
+    if not unrecorded.any():  # no tile has two claimants
         return index
+    scratch[flat[unrecorded]] = -1  # tiles where another claimant was not recorded
+    contested = scratch.take(flat) == -1
     rival = np.flatnonzero(contested)
     order = rival[np.lexsort((-priority[claimants[rival]], flat[rival]))]
     first = np.ones(order.size, dtype=bool)
