@@ -525,3 +525,101 @@ def test_invariants_hold_in_random_configs(conf, seed):
         assert all(space.contains(ob) for ob in obs.values())
         check_env(env)
     assert env.done or not conf.PLAYER_RESPAWN or conf.PLAYER_SPAWN_ATTEMPTS == 0
+
+
+def test_the_plain_action_fast_path_reads_as_parse_action_does():
+    """`parse_actions` reads a step of plain actions inline; any other form falls back to
+    `parse_action`. Both must give the same indices for every form, alone or mixed."""
+    from nmmo.core.actions import parse_action, parse_actions
+
+    forms = [{"Move": {"Direction": 2}}, {"Attack": {"Style": 1, "Target": 5}},
+             {"Move": {"Direction": 0}, "Attack": {"Style": 2, "Target": 100}}, {},
+             {"Move": None}, {"Move": {"Direction": np.int64(3)}}, {"Attack": {"Style": nmmo.Style.MELEE, "Target": 1}},
+             {"Move": {"Direction": -7}}, {"Move": {"Direction": True}}]
+    for keep in (4, len(forms)):  # plain forms only (the fast path), then with the others
+        actions = {agent: forms[agent % keep] for agent in range(1, 40)}
+        ids = {agent: agent - 1 for agent in actions}
+        if keep == len(forms):
+            with pytest.raises(ValueError, match=r"agent 8: action\['Move'\]\['Direction'\] must be an integer"):
+                parse_actions(actions, ids, 40)
+            actions = {a: f for a, f in actions.items() if f != forms[-1]}
+        slots, agent_ids, indices = parse_actions(actions, ids, 40)
+        assert agent_ids == list(actions) and slots.tolist() == [a - 1 for a in actions]
+        assert indices.tolist() == [list(parse_action(a, f)) for a, f in actions.items()]
+
+
+def test_held_observations_never_change_once_some_slots_are_empty():
+    """With deaths the live slots are no longer one run and the dict observations are views picked
+    from the step's buffers: holding any of them keeps that buffer out of reuse."""
+    env = nmmo.Env(AllSmall().set("PLAYER_RESPAWN", False), seed=4)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    held, copies = [], []
+    for _ in range(60):
+        obs, *_ = env.step(random_actions(env, obs, rng))
+        if len(env.agents) < env.n_slots:  # a gap: the picked views, not one slice
+            held.append(obs)
+            copies.append({a: (o["Tile"].copy(), o["Entity"].copy(), o["ActionTargets"]["Move"]["Direction"].copy())
+                           for a, o in obs.items()})
+    assert len(held) >= 5
+    for obs, copy in zip(held, copies, strict=True):
+        for agent, (tile, entity, move) in copy.items():
+            ob = obs[agent]
+            assert np.array_equal(ob["Tile"], tile) and np.array_equal(ob["Entity"], entity)
+            assert np.array_equal(ob["ActionTargets"]["Move"]["Direction"], move)
+
+
+def test_the_collector_waits_for_a_step_and_is_restored_after_it():
+    """`step` and `reset` pause the cyclic collector (a 1024-agent step's dicts all outlive it) and
+    restore it however they end; a collector the caller disabled stays disabled."""
+    import gc
+
+    seen = []
+
+    def reward(env, agent):
+        seen.append(gc.isenabled())
+        if env.realm.state.tick == 3:
+            raise RuntimeError("a custom reward that fails")
+        return 0.0
+
+    assert gc.isenabled()
+    env = nmmo.Env(AllSmall(), seed=0, reward_fn=reward)
+    env.reset()
+    env.step({})
+    assert seen and not any(seen) and gc.isenabled()
+    env.step({})
+    with pytest.raises(RuntimeError, match="a custom reward that fails"):
+        env.step({})
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        env.reset()
+        env.step({})
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_recycled_observation_buffers_equal_fresh_ones():
+    """A recycled buffer is cleared of only what the new build does not overwrite (`_clear`,
+    `_clear_rows`): after every tick, with deaths and respawns, it must hold exactly what a fresh
+    builder writes into a zeroed buffer."""
+    from nmmo.core.obs import ObservationBuilder
+
+    env = nmmo.Env(AllSmall().set("PLAYER_N_OBS", 6), seed=5)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(1)
+    deaths = 0
+    for _ in range(40):
+        obs, _, terminated, *_ = env.step(random_actions(env, obs, rng))
+        deaths += sum(terminated.values())
+        fresh = ObservationBuilder(env.config, env.n_slots)
+        live = np.flatnonzero(env.realm.state.entities.alive[: env.n_slots])
+        # the agents that died this tick were observed too: the env's buffer has their final rows
+        died = np.flatnonzero(env._obs.move_mask[:, 4] == 1)
+        died = died[~np.isin(died, live)]
+        expected = fresh.observe(env.realm.state, live, died, env)
+        for name, values in expected.fields().items():
+            assert np.array_equal(env._obs.fields()[name], values), name
+        assert np.array_equal(env._obs.entity_rows, expected.entity_rows)
+    assert deaths > 0

@@ -72,6 +72,13 @@ def parse_actions(actions: Any, id_to_slot: dict[int, int], next_player_id: int)
     slots = [id_to_slot.get(agent) for agent in actions]
     if None not in slots:  # every key a live agent: comprehensions, the common case
         agent_ids = list(actions)
+        plain = _parse_plain(actions.values())
+        if plain is not None:
+            try:
+                indices = np.fromiter(plain, dtype=np.int64, count=len(plain)).reshape(-1, 3)
+                return np.array(slots, dtype=np.int64), agent_ids, indices
+            except OverflowError:  # an index too large for int64: the full read below names its agent
+                pass
         parsed = [parse_action(agent, action) for agent, action in actions.items()]
     else:
         slots, agent_ids, parsed = [], [], []
@@ -90,6 +97,37 @@ def parse_actions(actions: Any, id_to_slot: dict[int, int], next_player_id: int)
                      if not all(_INT64[0] <= v <= _INT64[1] for v in p))
         raise int64_error(agent, actions[agent]) from None
     return np.array(slots, dtype=np.int64), agent_ids, indices
+
+
+def _parse_plain(actions: Any) -> list[int] | None:
+    """`parse_action` of each action inlined, for the plain form only (dicts of dicts of ints, no
+    None part), as one flat list (direction, style, target, direction, ...); None as soon as one
+    action is anything else (then `parse_action` reads them all and names the agent of a malformed
+    one). What it accepts, it reads exactly as `parse_action` does, in about half the time with
+    the conversion to an array (a flat list converts three times faster than a list of tuples)."""
+    parsed: list[int] = []
+    extend = parsed.extend
+    for action in actions:
+        if type(action) is not dict:
+            return None
+        move, attack = action.get(MOVE), action.get(ATTACK)
+        if len(action) != (move is not None) + (attack is not None):  # an unknown key or a None part
+            return None
+        direction = STAY
+        if move is not None:
+            direction = move.get(DIRECTION) if type(move) is dict and len(move) == 1 else None
+            if type(direction) is not int:
+                return None
+        if attack is None:
+            extend((direction, NO_ATTACK, NO_ATTACK))
+            continue
+        if type(attack) is not dict or len(attack) != 2:
+            return None
+        style, target = attack.get(STYLE), attack.get(TARGET)
+        if type(style) is not int or type(target) is not int:
+            return None
+        extend((direction, style, target))
+    return parsed
 
 
 def _check_issued(agent: Any, next_player_id: int) -> None:

@@ -17,11 +17,12 @@ from pettingzoo import ParallelEnv
 from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.actions import apply_indices, no_actions, parse_actions
-from nmmo.core.layout import ObsBatch, to_dicts
+from nmmo.core.layout import ObsBatch, rows_of, to_dicts
 from nmmo.core.obs import ObservationBuilder, Observations, slots_selector
 from nmmo.core.realm import Realm, TickResult
 from nmmo.envs.episodes import Episodes
 from nmmo.envs.gaming import Gaming
+from nmmo.envs.gc_pause import gc_paused
 from nmmo.envs.outcomes import BatchStep, Outcomes
 from nmmo.envs.spaces import Spaces
 from nmmo.envs.tasking import Tasking, TaskSource
@@ -63,17 +64,10 @@ class Env(ParallelEnv):
     #: each slot's task in the observation (default: `nmmo.tasks.embed` of the spec), read at each reset.
     task_encoder: Callable[[TaskSet, np.ndarray], np.ndarray] | None = None
 
-    def __init__(
-        self,
-        config: Config | str | None = None,
-        seed: int | None = None,
-        reward_fn: Callable[[Env, int], float] | None = None,
-        log_fn: Callable[[Env, int], dict] | None = None,
-        render_mode: str | None = None,
-        record: bool = False,
-        info_details: bool = False,
-        tasks: TaskSource = None,
-    ) -> None:
+    def __init__(self, config: Config | str | None = None, seed: int | None = None,
+                 reward_fn: Callable[[Env, int], float] | None = None, log_fn: Callable[[Env, int], dict] | None = None,
+                 render_mode: str | None = None, record: bool = False, info_details: bool = False,
+                 tasks: TaskSource = None) -> None:
         self.config = config_module.resolve(config).validate()
         self.gaming = Gaming(self.config)
         self._take_tasks(self.gaming.tasks(tasks))  # first: with tasks on, the env's config (a copy) names them
@@ -120,6 +114,10 @@ class Env(ParallelEnv):
         options) and stepped with the same actions replays the episode exactly. With tasks on,
         ``{"tasks": indices}`` gives every agent slot (or team) its task (see `nmmo.envs.tasking`).
         """
+        with gc_paused():
+            return self._reset(seed, options)
+
+    def _reset(self, seed: int | None, options: dict | None) -> tuple[dict, dict]:
         self._begin_episode(seed, options)
         self.viewing.start(self.realm.state, self.task_columns, self._replay_header, self.game_state)
         slots = self._live_slots()
@@ -145,7 +143,12 @@ class Env(ParallelEnv):
 
     # --------------------------------------------------------------- step
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
-        """PettingZoo parallel step; see `nmmo.envs` for the action format."""
+        """PettingZoo parallel step; see `nmmo.envs` for the action format. The cyclic garbage
+        collector waits until it returns (`nmmo.envs.gc_pause`)."""
+        with gc_paused():
+            return self._step(actions)
+
+    def _step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
         if self._obs is None:
             raise RuntimeError("call reset() before step()")
         self._check_not_over()
@@ -281,9 +284,8 @@ class Env(ParallelEnv):
         return result
 
     def _obs_dicts(self, slots: np.ndarray) -> dict[int, dict]:
-        index = slots_selector(slots)
-        arrays = {name: values[index] for name, values in self._obs.fields().items()}
-        return to_dicts(self.realm.state.entities.id[slots].tolist(), arrays, self.realm.state.tick)
+        return to_dicts(self.realm.state.entities.id[slots].tolist(), rows_of(self._obs.fields(), slots),
+                        self.realm.state.tick)
 
     def observations(self) -> ObsBatch:
         """The live agents' observations as an array batch (`nmmo.core.layout.ObsBatch`): what `step`
