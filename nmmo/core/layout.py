@@ -176,13 +176,21 @@ def to_dicts(ids: list[int], arrays: Mapping[str, Sequence], tick: int,
     return out
 
 
+def slots_selector(slots: np.ndarray) -> slice | np.ndarray:
+    """A slice when `slots` is an increasing consecutive run (cheaper than fancy indexing), else the
+    array itself. (First and last alone do not decide it: [0, 2, 1, 3] is not a run.)"""
+    if slots.size and slots[-1] - slots[0] + 1 == slots.size and (slots[1:] > slots[:-1]).all():
+        return slice(int(slots[0]), int(slots[-1]) + 1)
+    return slots
+
+
 def rows_of(arrays: Mapping[str, np.ndarray], slots: np.ndarray) -> dict[str, Sequence]:
     """The rows `slots` of each of `arrays` without copying them, for `to_dicts`: a slice of each
-    where the slots are one increasing run, else each row's view picked from a list of them
+    where the slots are one run (`slots_selector`), else each row's view picked from a list of them
     (gathering the rows first would copy every observation, ~10 MB a step at 1024 agents)."""
-    if slots.size and slots[-1] - slots[0] + 1 == slots.size and (slots[1:] > slots[:-1]).all():
-        run = slice(int(slots[0]), int(slots[-1]) + 1)
-        return {name: values[run] for name, values in arrays.items()}
+    select = slots_selector(slots)
+    if isinstance(select, slice):
+        return {name: values[select] for name, values in arrays.items()}
     rows = slots.tolist()
     out = {}
     for name, values in arrays.items():

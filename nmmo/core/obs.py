@@ -14,11 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from nmmo.config import Config
 from nmmo.core.enums import EntityAttr, Skill, TileAttr, ints
-from nmmo.core.layout import BUILT, N_ENTITY_ATTRS, filled, layout
+from nmmo.core.layout import BUILT, N_ENTITY_ATTRS, filled, layout, slots_selector
 from nmmo.core.rules import STEPS, enterable, freeze_left, is_frozen, may_attack, reaches, window_offsets
 from nmmo.core.state import State
 
@@ -72,6 +71,8 @@ class ObservationBuilder:
         self.combat = config.has("Combat")
         self.reach = reaches(config) if self.combat else np.zeros(3, dtype=np.int64)
         self.max_reach = int(self.reach.max())
+        #: the style mask when the nearest target is at distance d (row d)
+        self.styles_within = (np.arange(self.max_reach + 1)[:, None] <= self.reach).astype(np.int8)
         self._pool = RecyclingPool(self.allocate)
         self.enterable = enterable(config)
         self._windows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -83,13 +84,16 @@ class ObservationBuilder:
         self.codes: TileCodes | None = None
 
     def _window(self, grid: np.ndarray) -> np.ndarray:
-        """The (2R+1)^2 sliding-window view of a tile grid, made once per grid: the grids are
-        updated in place, and a view sees every update (making one costs as much as a small build)."""
+        """A tile grid as one opaque element per flat index: the 2R+1 cells from there on. A gather of
+        window rows from it copies each row at once, about twice as fast as indexing a sliding-window
+        view (cell by cell). Made once per grid: grids change in place, and the view sees it."""
         cached = self._windows.get(id(grid))
         if cached is None or cached[0] is not grid:
             if len(self._windows) >= 4:  # grids of earlier episodes
                 self._windows.clear()
-            cached = self._windows[id(grid)] = (grid, sliding_window_view(grid, (self.side, self.side)))
+            size = grid.itemsize
+            view = np.ndarray((grid.size - self.side + 1,), np.dtype((np.void, self.side * size)), grid, 0, (size,))
+            cached = self._windows[id(grid)] = (grid, view)
         return cached[1]
 
     def acquire(self, slots: np.ndarray) -> tuple[Observations, list]:
@@ -212,19 +216,22 @@ class ObservationBuilder:
             feats = self.entity_features(state)
         rows, cols = ent.row[slots], ent.col[slots]
 
-        # Tiles, row-major crop: indexing a sliding-window view copies whole window rows, about
-        # twice as fast as gathering single tiles with flat indices.
-        top, left = rows - self.radius, cols - self.radius
-        occ_rm = self._window(tiles.occupancy)[top, left].reshape(slots.size, -1)  # a copy (fancy indexing)
+        # Tiles, row-major crop: one gather of whole window rows (`_window`), by the flat index of
+        # each row's first cell.
+        width = tiles.occupancy.shape[1]
+        corner = (rows - self.radius).astype(np.int64) * width + (cols - self.radius)
+        lines = (corner[:, None] + np.arange(0, self.side * width, width)).ravel()
+        occ_rm = self._window(tiles.occupancy)[lines].view(tiles.occupancy.dtype).reshape(slots.size, -1)
         if died:
             centre = occ_rm[:, self.radius * self.side + self.radius]
             centre[centre < 0] = slots[centre < 0]
         # Tile rows: one gather of packed rows (`TileCodes`, kept in step by `observe` or the fused engine)
-        codes = self._window(self.codes.grid)[top, left].reshape(slots.size, -1)
+        codes = self._window(self.codes.grid)[lines].view(np.int64).reshape(slots.size, -1)
         if died:  # each sees itself on its last tile
             codes[:, self.radius * self.side + self.radius] |= OCCUPIED_BIT
         packed = out.tile.view(np.int64).reshape(out.tile.shape[0], -1)
-        packed[slots_selector(slots)] = codes
+        select = slots_selector(slots)
+        packed[select] = codes
 
         # Entities in distance order, compacted to the first PLAYER_N_OBS. Writes go through flat
         # indices (observer * rows + rank): much cheaper than pairs of fancy indices.
@@ -245,23 +252,31 @@ class ObservationBuilder:
         observer = slots[agent]
         cells = observer * self.n_obs + rank
         out.written.append((slots, cells))
-        _records(out.entity)[cells] = _records(feats)[seen]  # whole rows, one copy each
-        _flat(out.entity_rows)[cells] = seen
         is_self = seen == observer
-        _rows_view(out.entity)[cells[is_self], EntityAttr.IS_SELF] = 1
+        picked = _records(feats)[seen]  # whole rows, one copy each; IS_SELF set before they are scattered
+        picked.view(feats.dtype).reshape(-1, N_ENTITY_ATTRS)[is_self, EntityAttr.IS_SELF] = 1
+        _records(out.entity)[cells] = picked
+        _flat(out.entity_rows)[cells] = seen
 
-        # Attack masks.
+        # Attack masks. No sub-mask is ever all zeros (masked categoricals refuse one): with no
+        # target in reach, every style stays selectable and the no-op is the only target, so no
+        # attack happens. The style and move masks are made whole and written once.
         out.target_mask[slots, self.n_obs] = 1
-        if self.combat:
+        style = np.ones((slots.size, out.style_mask.shape[1]), dtype=np.int8)
+        if self.combat and not died:
             dist = self.sorted_dist[pos]
-            valid = ~is_self & (dist <= self.max_reach) & may_attack(self.config, ent.team[observer], ent.team[seen])
-            _flat(out.target_mask)[(observer * (self.n_obs + 1) + rank)[valid]] = 1
+            valid = (dist <= self.max_reach) & ~is_self
+            if not self.config.COMBAT_FRIENDLY_FIRE:  # else anyone may be attacked: no team lookups
+                valid &= may_attack(self.config, ent.team[observer], ent.team[seen])
+            valid = np.flatnonzero(valid)
+            _flat(out.target_mask)[(observer * (self.n_obs + 1) + rank).take(valid)] = 1
             # A style is valid when the nearest valid target (the first, entities come nearest
             # first) is within its reach.
-            near_agent, near_dist = agent[valid], dist[valid]
+            near_agent = agent.take(valid)
             if near_agent.size:
                 first = np.flatnonzero(np.concatenate(([True], near_agent[1:] != near_agent[:-1])))
-                out.style_mask[slots[near_agent[first]]] = near_dist[first, None] <= self.reach
+                style[near_agent.take(first)] = self.styles_within.take(dist.take(valid.take(first)), axis=0)
+        out.style_mask[select] = style
 
         # Move mask: enterable neighbours, nothing but "stay" while frozen next tick. The four
         # neighbours' material and occupancy are read from their packed Tile rows just gathered
@@ -269,16 +284,11 @@ class ObservationBuilder:
         neighbours = codes[:, self.neighbour_cells]
         material = neighbours & 0xFFFF
         free = (neighbours & OCCUPIED_BIT == 0) | (material == ints.Material.LAVA)
-        movable = self.enterable[material] & free
-        movable &= ~is_frozen(ent.freeze_end[slots], state.tick)[:, None]
-        out.move_mask[slots, :4] = movable & (not died)
-        out.move_mask[slots, 4] = 1
+        move = np.ones((slots.size, out.move_mask.shape[1]), dtype=np.int8)
+        move[:, :4] = self.enterable[material] & free & ~is_frozen(ent.freeze_end[slots], state.tick)[:, None]
         if died:
-            out.target_mask[slots, : self.n_obs] = 0
-        # No sub-mask is ever all zeros (masked categoricals refuse one): with no target in reach,
-        # every style stays selectable and the no-op is the only target, so no attack happens.
-        idle = ~out.target_mask[slots, : self.n_obs].any(axis=1)
-        out.style_mask[slots[idle]] = 1
+            move[:, :4] = 0
+        out.move_mask[select] = move
 
 
 class TileCodes:
@@ -367,13 +377,6 @@ class RecyclingPool:
         return (sys.getrefcount(buffer), *(sys.getrefcount(a) for a in buffer.arrays()))
 
 
-def _rows_view(entity: np.ndarray) -> np.ndarray:
-    """(slots * PLAYER_N_OBS, N_ENTITY_ATTRS) view of an Entity buffer (raises rather than copy)."""
-    view = entity.view()
-    view.shape = (-1, entity.shape[-1])
-    return view
-
-
 def _records(rows: np.ndarray) -> np.ndarray:
     """A C-contiguous array of rows (..., N_ENTITY_ATTRS) as a 1-D array with one opaque element
     per row: gathering or scattering whole rows then copies one element each."""
@@ -387,11 +390,3 @@ def _flat(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.shape = (-1,)
     return view
-
-
-def slots_selector(slots: np.ndarray) -> slice | np.ndarray:
-    """A slice when `slots` is an increasing consecutive run (cheaper than fancy indexing), else the
-    array itself. (First and last alone do not decide it: [0, 2, 1, 3] is not a run.)"""
-    if slots.size and slots[-1] - slots[0] + 1 == slots.size and (slots.size < 2 or np.all(np.diff(slots) == 1)):
-        return slice(int(slots[0]), int(slots[-1]) + 1)
-    return slots

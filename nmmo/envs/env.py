@@ -17,8 +17,8 @@ from pettingzoo import ParallelEnv
 from nmmo import config as config_module
 from nmmo.config import Config
 from nmmo.core.actions import apply_indices, no_actions, parse_actions
-from nmmo.core.layout import ObsBatch, rows_of, to_dicts
-from nmmo.core.obs import ObservationBuilder, Observations, slots_selector
+from nmmo.core.layout import ObsBatch, rows_of, slots_selector, to_dicts
+from nmmo.core.obs import ObservationBuilder, Observations
 from nmmo.core.realm import Realm, TickResult
 from nmmo.envs.episodes import Episodes
 from nmmo.envs.gaming import Gaming
