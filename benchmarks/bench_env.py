@@ -19,6 +19,8 @@ Usage:
     python benchmarks/bench_env.py                 # medium + large, dict and batched APIs
     python benchmarks/bench_env.py --reference     # also run nmmo 2.1.1 side by side (built on first use)
     python benchmarks/bench_env.py --case medium --steps 500
+    python benchmarks/compare_commits.py --refs bb1853b HEAD --rounds 5 --key charged_agent_steps_per_s \
+        gc_ms_per_step -- $PWD/benchmarks/bench_env.py --child large dict 100 --with-torch
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def run_case(case: str, api: str, steps: int) -> dict:
             # charged for the collections it left to the caller's code (nmmo.envs.gc_pause)
             "charged_agent_steps_per_s": agent_steps / (step_s + outside.seconds),
             "gc_outside_ms_per_step": 1e3 * outside.seconds / steps,
+            "gc_ms_per_step": 1e3 * outside.total / steps,  # every collection, in the step or out
             "median_agent_steps_per_s": agent_steps / steps / median, "median_ms": 1e3 * median,
             "reset_s": reset_s, "rss_mb": rss_mb}
 
@@ -148,8 +151,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="steps per case (default per case)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per case; the best is reported (the VM is noisy)")
     parser.add_argument("--reference", action="store_true", help="also measure nmmo 2.1.1 side by side")
+    parser.add_argument("--with-torch", action="store_true",
+                        help="import torch first, as a training script has (a full garbage collection then scans "
+                             "~5x more objects); ours only, the reference never imports it")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.with_torch:
+        import torch  # noqa: F401 - only its objects on the heap matter
     if args.child:
         print(json.dumps(run_case(args.child[0], args.child[1], int(args.child[2]))))
         return
@@ -169,7 +177,8 @@ def main() -> None:
         for api in args.api or ["dict", "batched"]:
             runs = []
             for _ in range(args.repeats):
-                out = subprocess.run([sys.executable, __file__, "--child", case, api, str(steps)],
+                out = subprocess.run([sys.executable, __file__, "--child", case, api, str(steps),
+                                      *(["--with-torch"] if args.with_torch else [])],
                                      capture_output=True, text=True, check=True).stdout
                 runs.append(json.loads(out.strip().splitlines()[-1]))
             r = max(runs, key=lambda run: run["agent_steps_per_s"])

@@ -11,17 +11,21 @@ import time
 
 
 class GcOutside:
-    """Sums the seconds of the collections that start while `stepping` is False."""
+    """Sums the seconds of the collections that start while `stepping` is False (`seconds`) and of
+    all of them (`total`)."""
 
     def __init__(self):
-        self.stepping, self.seconds, self._start = False, 0.0, None
+        self.stepping, self.seconds, self.total, self._start, self._inside = False, 0.0, 0.0, None, False
         gc.callbacks.append(self._on_gc)
 
     def _on_gc(self, phase, info):
         if phase == "start":
-            self._start = None if self.stepping else time.perf_counter()
+            self._start, self._inside = time.perf_counter(), self.stepping
         elif self._start is not None:
-            self.seconds += time.perf_counter() - self._start
+            elapsed = time.perf_counter() - self._start
+            self.total += elapsed
+            if not self._inside:
+                self.seconds += elapsed
             self._start = None
 
     def stop(self):
