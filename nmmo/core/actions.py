@@ -103,8 +103,8 @@ def _parse_plain(actions: Any) -> list[int] | None:
     """`parse_action` of each action inlined, for the plain form only (dicts of dicts of ints, no
     None part), as one flat list (direction, style, target, direction, ...); None as soon as one
     action is anything else (then `parse_action` reads them all and names the agent of a malformed
-    one). What it accepts, it reads exactly as `parse_action` does, in about half the time with
-    the conversion to an array (a flat list converts three times faster than a list of tuples)."""
+    one). What it accepts, it reads exactly as `parse_action` does, in about two thirds of the time
+    with the conversion to an array (a flat list converts ~3x faster than a list of tuples)."""
     parsed: list[int] = []
     extend = parsed.extend
     for action in actions:
