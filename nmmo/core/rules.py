@@ -141,6 +141,15 @@ def water_adjacent(material: np.ndarray) -> np.ndarray:
     return near
 
 
+@functools.lru_cache(maxsize=16)
+def flat_deltas(width: int) -> np.ndarray:
+    """`DELTAS` as flat-index offsets on a row-major grid of `width` columns, per `Direction` (stay:
+    0; the first four are `STEPS`): one `take` per grid finds where moves lead."""
+    offsets = DELTAS[:, 0].astype(np.int64) * width + DELTAS[:, 1]
+    offsets.setflags(write=False)  # shared by every caller
+    return offsets
+
+
 def flat_neighbours(width: int) -> tuple[tuple[int, int], ...]:
     """The four moves (`STEPS`) on a row-major grid of `width` columns: (index offset, the column a
     move may not start from, -1 for none), for searches over flat indices."""

@@ -12,14 +12,12 @@ never share a tile, and no id or slot has an edge.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from nmmo.config import Config
 from nmmo.core import draws
 from nmmo.core.enums import Direction, Material, ints
-from nmmo.core.rules import DELTAS, WALKABLE, is_frozen
+from nmmo.core.rules import DELTAS, WALKABLE, flat_deltas, is_frozen
 from nmmo.core.systems import events
 
 
@@ -38,7 +36,7 @@ def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Genera
     width = tiles.cols
     occupancy, d = tiles.occupancy.ravel(), directions[movers]
     src = ent.row[movers].astype(np.int64) * width + ent.col[movers]
-    dest = src + _offsets(width).take(d)
+    dest = src + flat_deltas(width).take(d)
     material = tiles.material.ravel().take(dest)
     walk = WALKABLE.take(material)  # lava is not walkable
 
@@ -65,14 +63,6 @@ def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Genera
         waiting = ~free  # everyone who claimed a free tile either moved or lost it for good
         pending, dest, src = pending[waiting], dest[waiting], src[waiting]
     return lava
-
-
-@functools.lru_cache(maxsize=16)
-def _offsets(width: int) -> np.ndarray:
-    """Flat offset of a move per `Direction` on a grid `width` tiles wide (0 for stay)."""
-    offsets = DELTAS[:, 0].astype(np.int64) * width + DELTAS[:, 1]
-    offsets.setflags(write=False)  # cached and shared
-    return offsets
 
 
 def _winners(tiles, claimants: np.ndarray, flat: np.ndarray, priority: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 from nmmo.config import Config
 from nmmo.core import draws
 from nmmo.core.enums import ints
-from nmmo.core.rules import STEPS, WALKABLE, chebyshev, reaches, window_offsets
+from nmmo.core.rules import STEPS, WALKABLE, chebyshev, flat_deltas, reaches, window_offsets
 from nmmo.core.state import State
 
 NO_ACTIONS = (np.zeros(0, dtype=np.int64),) * 4
@@ -74,7 +74,7 @@ def decide(state: State, config: Config, rng: np.random.Generator) -> tuple[np.n
 
     score = np.multiply(draws.uniform(rng, rows, 4).T, 0.5, order="C")  # (4, NPCs): the random jitter
     pos = r0.astype(np.int64) * width + c0
-    dest = _step_offsets(width)[:, None] + pos
+    dest = flat_deltas(width)[: len(STEPS), None] + pos
     enterable = WALKABLE.take(tiles.material.ravel().take(dest))
     enterable &= tiles.occupancy.ravel().take(dest) < 0
 
@@ -159,12 +159,6 @@ def _sight_offsets(radius: int, width: int) -> np.ndarray:
     """Flat offsets of the vision window in sight order (`window_offsets`), the own tile left out."""
     dr, dc, _ = window_offsets(radius)
     return _frozen(dr[1:].astype(np.int64) * width + dc[1:])
-
-
-@functools.lru_cache(maxsize=16)
-def _step_offsets(width: int) -> np.ndarray:
-    """Flat offsets of the four neighbours (`STEPS` order)."""
-    return _frozen(STEPS[:, 0].astype(np.int64) * width + STEPS[:, 1])
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
