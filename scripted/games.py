@@ -102,7 +102,9 @@ class GameBot(Combat):
         style = np.select([dist <= reach[s] for s in Style], list(Style), -1)
         ok = np.take_along_axis(batch.style_mask, np.clip(style, 0, 2), axis=1) & (style >= 0)
         ok &= targets & batch.target_mask[:, : ent.shape[1]]
-        score = np.where(ok, ent[:, :, EntityAttr.HEALTH] * 100 + dist, np.iinfo(np.int64).max)
+        # int64 throughout: numpy 2 keeps an int32 array's dtype beside a Python int, and the
+        # sentinel (int64 max) would wrap to -1 and win the argmin.
+        score = np.where(ok, ent[:, :, EntityAttr.HEALTH].astype(np.int64) * 100 + dist, np.iinfo(np.int64).max)
         pick = np.argmin(score, axis=1)
         struck = ok[np.arange(batch.n), pick]
         rows[struck, 1], rows[struck, 2] = style[np.arange(batch.n), pick][struck], pick[struck]

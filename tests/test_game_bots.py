@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from baselines.args import Args, args_from
@@ -21,7 +22,9 @@ from evaluation.tournament import run_tournament
 from nmmo import config
 from nmmo.cli import build_parser, main
 from nmmo.config.checks import GAME_NAMES
+from nmmo.core.enums import EntityAttr, Style
 from nmmo.policy import load_policy_class
+from scripted.core import Batch
 from scripted.games import GAME_BOTS
 
 EPISODES = 5
@@ -91,3 +94,33 @@ def test_train_game_is_its_config():
     with pytest.raises(ValueError, match="not a minigame"):
         Args(game="hill")
     assert "GAME_ADAPTIVE" in parser._subparsers._group_actions[0].choices["train"].format_help()
+
+
+# ---------------------------------------------------------------- the bots' own strikes
+def test_strike_picks_the_weakest_foe_in_reach_from_int32_observations():
+    """`GameBot.strike` on observation-dtype (int32) Entity rows: it once ranked targets with an int64
+    sentinel that numpy 2 wrapped to -1 beside int32 scores, so it picked an empty row and no bot
+    ever struck a foe."""
+    conf = config.resolve("team_battle")
+    bot = load_policy_class(GAME_BOTS["team_battle"])(conf)
+    n_obs, reach = conf.PLAYER_N_OBS, conf.COMBAT_RANGE_REACH
+    entity = np.zeros((2, n_obs, len(EntityAttr)), dtype=np.int32)
+    # agent 1 (team 0) at (20, 20): a healthy foe beside it, a weaker foe at range reach, a team-mate
+    # weaker still, and a weaker foe out of reach; agent 2 (team 0) sees nobody.
+    for row, (ident, team, r, c, health) in enumerate([(1, 0, 20, 20, 10), (9, 1, 20, 21, 9),
+                                                       (10, 1, 20, 20 + reach, 4), (2, 0, 21, 20, 1),
+                                                       (11, 1, 20, 30, 1)]):
+        entity[0, row, [EntityAttr.ID, EntityAttr.TEAM, EntityAttr.ROW, EntityAttr.COL, EntityAttr.HEALTH]] = (
+            ident, team, r, c, health)
+    entity[1, 0, [EntityAttr.ID, EntityAttr.TEAM, EntityAttr.ROW, EntityAttr.COL, EntityAttr.HEALTH]] = (3, 0, 5, 5, 10)
+    target_mask = np.zeros((2, n_obs + 1), dtype=bool)
+    target_mask[0, [1, 2, 3]] = True  # the far foe is not a valid target (out of every reach)
+    target_mask[:, n_obs] = True
+    batch = Batch(ids=[1, 2], material=np.zeros((2, 1, 1)), occupied=np.zeros((2, 1, 1), bool),
+                  rows=np.zeros((2, 1, 1)), cols=np.zeros((2, 1, 1)), entity=entity,
+                  move_mask=np.ones((2, 5), bool), style_mask=np.ones((2, 3), bool), target_mask=target_mask)
+    rows = np.full((2, 3), -1)
+    struck = bot.strike(batch, rows, bot.foes(batch))
+    assert struck.tolist() == [True, False]
+    assert rows[0, 2] == 2 and rows[0, 1] == Style.RANGE  # the weaker foe, with the style that reaches it
+    assert rows[1].tolist() == [-1, -1, -1]
