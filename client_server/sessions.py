@@ -27,6 +27,7 @@ from client_server import packets
 from client_server.packets import dumps, empty_tick, header_packet, overlay_field, tick_packet, with_overlay
 from client_server.protocol import CommandError
 from nmmo.replays.overlays import VALUE_BLANK, add_completions, add_visits, blank_note, builtin_heatmap, builtin_names
+from nmmo.replays.recording import fill_values
 
 #: Built-in overlays change every tick; viewers get them again at most this often (seconds).
 BUILTIN_REFRESH_S = 1.0
@@ -219,16 +220,20 @@ class LiveSession:
         from nmmo.policy import load_policy_class
 
         self.env = nmmo.Env(config, seed=seed, record=record, tasks=tasks)
-        self.fields = packets.sent_fields(self.env.tasks is not None)
         self.policy = load_policy_class(policy_spec)(self.env.config)
         if hasattr(self.policy, "reset"):
             self.policy.reset(seed)
+        #: whether the policy has value estimates (`last_values`): then the "value" overlays, and each
+        #: agent's estimate in the frames (the inspector's value row), as a replay of it has
+        self.valued = isinstance(getattr(self.policy, "last_values", None), dict)
+        self.fields = packets.sent_fields(self.env.tasks is not None, self.valued)
         self.policy_spec = policy_spec
         self.landscape_policy = None  # made when a value landscape is first painted
         self.landscapes: OrderedDict[bytes, np.ndarray] = OrderedDict()  # by map (a digest of its materials)
         self.obs, _ = self.env.reset()
         self.values = self._value_overlay()
-        self.frame = self.env.frame()
+        self.actions = self._act()
+        self.frame = self._frame()
         self.material = self.env.material.copy()
         self.tick_json = dumps(tick_packet(0, self.frame, None, fields=self.fields, game=self.env.game_state()))
         self.playing, self.speed = True, speed
@@ -243,7 +248,7 @@ class LiveSession:
         this episode (`ValueMap`, returned); None otherwise."""
         from nmmo.replays.overlays import ValueMap
 
-        if not isinstance(getattr(self.policy, "last_values", None), dict):
+        if not self.valued:
             return None
         self._paint_landscape()
         values = ValueMap(self.env.config.MAP_SIZE)
@@ -278,7 +283,29 @@ class LiveSession:
                                      "HORIZON": config.HORIZON, "policy": self.policy_spec,
                                      "policies": [self.policy_spec]},
                              tasks=packets.task_summary(self.env.task_header().get("tasks")),
-                             game=packets.game_summary(self.env.game_state()))
+                             game=packets.game_summary(self.env.game_state()), values=self.valued)
+
+    def _act(self) -> dict:
+        """The policy's actions for the observations just made (the next tick's), computed as soon as
+        the world is observed so that its value estimates belong to the frame shown now; they also
+        go into the "value" overlay (`ValueMap`) and, when recording, the replay. At the end of an
+        episode there is nobody to act for: {}."""
+        live = {a: o for a, o in self.obs.items() if a in self.env.agents}
+        if self.env.done or not live:
+            return {}
+        actions = self.policy.act(live)
+        if self.values is not None:
+            self.values.add_observed(live, self.policy.last_values)
+            self.env.overlays.update("value", self.values.heatmap())
+            self.env.record_values(self.policy.last_values)  # a recorded live run keeps them, as `nmmo run` does
+        return actions
+
+    def _frame(self) -> dict[str, np.ndarray]:
+        """The viewer's columns now, with each agent's value estimate when the policy has them."""
+        frame = self.env.frame()
+        if self.valued and not self.env.done and self.env.agents:
+            fill_values(frame, self.policy.last_values)
+        return frame
 
     def advance(self) -> tuple[str, bool]:
         """One tick (runs in a worker thread); returns the encoded packet and whether the world reset."""
@@ -290,13 +317,9 @@ class LiveSession:
                 self.values = self._value_overlay()
                 reset = True
             else:
-                live = {a: o for a, o in self.obs.items() if a in env.agents}
-                actions = self.policy.act(live)
-                if self.values is not None:
-                    self.values.add_observed(live, self.policy.last_values)
-                    env.overlays.update("value", self.values.heatmap())
-                self.obs, *_ = env.step(actions)
-            frame = env.frame()
+                self.obs, *_ = env.step(self.actions)
+            self.actions = self._act()
+            frame = self._frame()
             material = env.material
             changed = np.flatnonzero(material.ravel() != self.material.ravel())
             tiles = np.stack([changed, material.ravel()[changed]], axis=1)

@@ -105,6 +105,22 @@ def capture(state: State, tasks: dict[str, np.ndarray] | None = None) -> dict[st
     }
 
 
+def fill_values(frame: dict[str, np.ndarray], values: dict[int, float]) -> None:
+    """Write agents' value estimates (`values`: agent id -> estimate, a policy's `last_values`) into
+    a frame's ``value`` column, in thousandths clipped to +-VALUE_LIMIT; ids not live in the frame and
+    non-finite estimates are left as NO_VALUE (a replay's frames and a live run's alike)."""
+    if not values:
+        return
+    ids = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
+    estimates = np.fromiter(values.values(), dtype=np.float64, count=len(values))
+    live = np.flatnonzero((frame["alive"] > 0) & (frame["id"] > 0))  # players' ids are positive
+    slot_of = dict(zip(frame["id"][live].tolist(), live.tolist(), strict=True))
+    known = np.array([int(agent) in slot_of for agent in ids.tolist()], dtype=bool) & np.isfinite(estimates)
+    slots = np.array([slot_of[int(agent)] for agent in ids[known].tolist()], dtype=np.int64)
+    scaled = np.clip(estimates[known] * VALUE_SCALE, -VALUE_LIMIT, VALUE_LIMIT)
+    frame["value"][slots] = np.rint(scaled).astype(np.int32)
+
+
 def quantize(heatmap: np.ndarray) -> tuple[np.ndarray, float, float]:
     """uint8 values spanning [min, max] (what replays store and viewers draw)."""
     low, high = float(heatmap.min()), float(heatmap.max())
@@ -210,15 +226,7 @@ class Recorder:
         replay has them (``values``), and the viewer's inspector shows them."""
         if not self.frames or not values:
             return
-        frame = self.frames[-1]
-        ids = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
-        estimates = np.fromiter(values.values(), dtype=np.float64, count=len(values))
-        live = np.flatnonzero((frame["alive"] > 0) & (frame["id"] > 0))  # players' ids are positive
-        slot_of = dict(zip(frame["id"][live].tolist(), live.tolist(), strict=True))
-        known = np.array([int(agent) in slot_of for agent in ids.tolist()], dtype=bool) & np.isfinite(estimates)
-        slots = np.array([slot_of[int(agent)] for agent in ids[known].tolist()], dtype=np.int64)
-        scaled = np.clip(estimates[known] * VALUE_SCALE, -VALUE_LIMIT, VALUE_LIMIT)
-        frame["value"][slots] = np.rint(scaled).astype(np.int32)
+        fill_values(self.frames[-1], values)
         self.header["values"] = True
 
     def name_players(self, policies: list[str] | None, team_policy: list[int] | None) -> None:

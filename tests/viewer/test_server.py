@@ -232,7 +232,34 @@ def test_a_live_run_of_the_shipped_baseline_paints_its_value_function(tmp_path):
 
     assert session.overlay(NAME) == overlay_field(NAME, quantized=replay.overlay_at(NAME, 0))
     assert replay.header["overlay_blank"][NAME] == BLANK
-    assert not {"value", NAME} & set(LiveSession(conf, "scripted:Forage", seed=3).header()["overlays"])
+    scripted = LiveSession(conf, "scripted:Forage", seed=3)
+    assert not {"value", NAME} & set(scripted.header()["overlays"])
+    assert "values" not in scripted.header() and "value" not in scripted.header()["fields"]
+
+
+def test_a_live_run_sends_each_agents_value_estimate_for_the_inspector(tmp_path):
+    """With a policy that has value estimates, a live run's header says how to read them (`values`)
+    and its frames carry each live agent's estimate of the tick shown, as a replay's do: the one the
+    policy made from the observations of that tick (it acts as soon as it observes). A recorded live
+    run keeps them."""
+    pytest.importorskip("torch")
+    from nmmo.replays.recording import NO_VALUE, VALUE_SCALE
+
+    session = LiveSession(nmmo.config.load("tournament").set("HORIZON", 50), "baseline:small", seed=3, record=True)
+    header = session.header()
+    assert header["values"] == {"scale": VALUE_SCALE, "none": NO_VALUE} and header["fields"][-1] == "value"
+    for _ in range(3):
+        text, _ = session.advance()
+        packet = json.loads(text)
+        assert "value" in packet["entities"]
+        full = json.loads(session.full_packet())["entities"]
+        estimates = session.policy.last_values
+        assert estimates and set(estimates) <= set(full["id"])
+        for agent, value in zip(full["id"], full["value"], strict=True):
+            expected = round(estimates[agent] * VALUE_SCALE) if agent in estimates else NO_VALUE
+            assert value == expected, agent
+    replay = load_replay(session.env.save_replay(tmp_path / "live.replay"))
+    assert replay.header["values"] is True
 
 
 def test_a_live_run_with_tasks_and_its_replay_send_task_names_fields_and_the_tasks_done_overlay(tmp_path):
