@@ -12,7 +12,7 @@ Rows: the single-env dict API on bench_env.py's Medium case (`Env.step`, random 
 outside the timed region), and the fused engine on 8 such worlds (`VectorEnv(engine="fused")`,
 the bench_nmmo3.py case, n agents in each world). Each size runs in a fresh process, the sizes
 interleaved over --rounds rounds (the order alternates); a run's figure is the median CPU time
-(this thread's) of its steps after a warm-up; the table shows the fastest round and the range, and
+(this thread's) of its steps after a warm-up; the table shows the fastest round and the slowest, and
 the line is fitted through the fastest rounds (this VM's other core's load slows runs by up to 2x
 in bursts: a floor is what the code allows, the fastest round the closest to it). One more run per
 size counts the calls of a step with `sys.setprofile`: Python function calls and calls of C functions
@@ -165,24 +165,24 @@ def main() -> None:
     for row in args.rows:
         sizes = SIZES[row]
         agents_per_step = [n * (FUSED_WORLDS if row == "fused" else 1) for n in sizes]
-        medians = [float(np.min(times[(row, n)])) for n in sizes]
-        fixed, marginal = fit(agents_per_step, medians)
+        fastest = [float(np.min(times[(row, n)])) for n in sizes]
+        fixed, marginal = fit(agents_per_step, fastest)
         title = ("single-env dict API, Medium case" if row == "dict"
                  else f"fused engine, {FUSED_WORLDS} Medium worlds") + f", fastest of {args.rounds} rounds"
         table = Table(title=title)
-        columns = ("agents per step", "ms per step (slowest)", "agent-steps per CPU-s", "Python calls",
+        columns = ("agents per step", "ms per step, fastest (slowest)", "agent-steps per CPU-s", "Python calls",
                    "C-function calls")
         for name in columns:
             table.add_column(name, justify="right")
-        for n, total, median in zip(sizes, agents_per_step, medians, strict=True):
+        for n, total, best in zip(sizes, agents_per_step, fastest, strict=True):
             spread = times[(row, n)]
-            table.add_row(f"{total:,}", f"{median:.3f} (-{max(spread):.3f})",
-                          f"{1e3 * total / median:,.0f}", f"{counts[(row, n)]['python_calls']:,.0f}",
+            table.add_row(f"{total:,}", f"{best:.3f} ({max(spread):.3f})",
+                          f"{1e3 * total / best:,.0f}", f"{counts[(row, n)]['python_calls']:,.0f}",
                           f"{counts[(row, n)]['c_calls']:,.0f}")
         console.print(table)
         print(f"{row}: fixed cost {fixed:.3f} ms per step; "
               f"marginal {marginal:.2f} us per agent-step; "
-              f"at {agents_per_step[-1]:,} agents the fixed cost is {100 * fixed / medians[-1]:.0f} % of the step")
+              f"at {agents_per_step[-1]:,} agents the fixed cost is {100 * fixed / fastest[-1]:.0f} % of the step")
         budget = args.budget_dict if row == "dict" else args.budget_fused
         if budget:
             left = (budget - fixed) * 1e3 / agents_per_step[-1]
