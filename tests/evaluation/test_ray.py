@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nmmo
-from evaluation.episode import RayEpisodePool, run_episodes
+from evaluation.episode import EpisodeTask, RayEpisodePool, run_episode, run_episodes
 from evaluation.sandbox.host import Limits
 from evaluation.tournament import _tasks, run_tournament
 from nmmo.engines.vector import VectorEnv
@@ -106,3 +106,41 @@ def test_cli_ray_flag_then_resume_locally(ray_session, tmp_path, capsys):
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [e["index"] for e in saved["episodes"]] == [0, 1, 2] and saved["settings"]["backend"] == "process"
     assert len((tmp_path / "out" / "episodes.jsonl").read_text().splitlines()) == 4
+
+
+def test_the_arenas_ray_workers_play_a_claim_and_replace_a_killed_actor(ray_session):
+    """`nmmo arena serve --ray-address`'s pool (`evaluation.arena.workers.RayWorkers`): an episode
+    played on an actor is the one a local worker plays; an actor killed mid-episode is reported lost
+    with its claim (the server replays it) and replaced by a live actor with a new pid."""
+    from evaluation.arena.workers import RayWorkers
+
+    config = small_config(PLAYER_N=12)
+    specs = ("scripted:Forage", "idle", "scripted:Combat")
+    task = EpisodeTask(3, config.set("HORIZON", 16).to_toml(), config.name, specs, 5, 0, 1.0, Limits(), 5, None, 1)
+    expected = run_episode(task)
+    pool = RayWorkers(1, "auto")
+
+    def wait_for_event():
+        for _ in range(120):
+            events = pool.poll(0.5)
+            if events:
+                return events
+        raise AssertionError("no event from the Ray worker within a minute")
+
+    try:
+        assert pool.idle() == [0] and pool.pid(0) > 0
+        pool.submit(0, task)
+        assert pool.idle() == [] and pool.busy()[0][0] == 3
+        [event] = wait_for_event()
+        assert (event.kind, event.claim) == ("result", 3)
+        assert np.array_equal(event.result.lifetimes, expected.lifetimes)
+        assert np.array_equal(event.result.owners, expected.owners)
+        first_pid = pool.pid(0)
+        pool.submit(0, EpisodeTask(4, config.set("HORIZON", 5000).to_toml(), config.name, specs, 6, 0, 1.0, Limits(),
+                                   5, None, 1))
+        ray_session.kill(pool.actors[0])
+        [event] = wait_for_event()
+        assert (event.kind, event.claim) == ("lost", 4) and "Ray actor died" in event.reason
+        assert pool.idle() == [0] and pool.pid(0) not in (None, first_pid)
+    finally:
+        pool.close()

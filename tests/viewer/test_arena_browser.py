@@ -1,5 +1,5 @@
-"""The arena's pages in headless Chromium: an agent uploaded through the API is ranked on the
-leaderboard after a few episodes, and one of its replays opens in the viewer from its page.
+"""The arena's pages in headless Chromium: an agent uploaded through the /submit form is ranked on
+the leaderboard after a few episodes, and one of its replays opens in the viewer from its page.
 
 Skipped like the viewer's browser tests when Chromium or the built viewer is missing, unless
 NMMO_REQUIRE_BROWSER=1 (then their absence fails it).
@@ -20,6 +20,9 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("selenium")
 
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
 from evaluation.arena import participants  # noqa: E402
 from evaluation.arena.server import open_arena  # noqa: E402
 from tests.evaluation.conftest import small_config  # noqa: E402
@@ -35,13 +38,6 @@ AGENT = b'''class Agent:  # forages like the paper's bot
     def act(self, observations):
         return self.bot.act(observations)
 '''
-
-
-def _post(url: str, token: str, data: bytes) -> dict:
-    request = urllib.request.Request(f"{url}/api/submit", data=data, method="POST", headers={
-        "Authorization": f"Bearer {token}", "X-Arena-Filename": "agent.py", "X-Arena-Class": "Agent"})
-    with urllib.request.urlopen(request, timeout=120) as reply:
-        return json.loads(reply.read())
 
 
 def _get(url: str) -> dict:
@@ -74,10 +70,29 @@ def served_arena(tmp_path_factory, browser):  # noqa: F811 - the shared fixture
         process.wait(timeout=30)
 
 
-def test_an_uploaded_agent_is_ranked_and_its_replay_opens_in_the_viewer(served_arena, browser):  # noqa: F811
+def upload_through_the_form(browser, url: str, token: str, path: Path) -> dict:  # noqa: F811
+    """What a participant does on /submit: types the token (kept in the tab's sessionStorage), picks
+    the file, presses upload; the page posts it with fetch and prints the verdict."""
+    browser.get(f"{url}/submit")
+    box = browser.find_element(By.ID, "token")  # filled from sessionStorage by the page's script
+    box.clear()
+    box.send_keys(token + Keys.TAB)  # the change event stores it
+    browser.find_element(By.ID, "file").send_keys(str(path))
+    browser.execute_script("document.querySelector('#upload button[type=submit]').click()")
+    text = wait_for(browser, "const t = document.getElementById('result').textContent; "
+                    "return t.startsWith('{') && t", timeout=120)
+    return json.loads(text)
+
+
+def test_an_uploaded_agent_is_ranked_and_its_replay_opens_in_the_viewer(served_arena, browser, tmp_path):  # noqa: F811
+    """Uploaded through the /submit form in the browser (its script, the token header and the
+    server's Origin check all real); a wrong token there gets the refusal, not an upload."""
     url, token, log = served_arena
-    verdict = _post(url, token, AGENT)
+    (tmp_path / "agent.py").write_bytes(AGENT)
+    assert upload_through_the_form(browser, url, token[:-2] + "xx", tmp_path / "agent.py").get("error")
+    verdict = upload_through_the_form(browser, url, token, tmp_path / "agent.py")
     assert verdict["status"] == "accepted" and verdict["entry"] == "bob:v1", verdict
+    assert browser.execute_script("return sessionStorage.getItem('arena-token')") == token
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         mine = _get(f"{url}/api/participants/bob")
