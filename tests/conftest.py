@@ -48,9 +48,11 @@ def pytest_xdist_make_scheduler(config, log):
             return "ray" if path in ray_files else path
 
         def _assign_work_unit(self, node):
-            slowest = max(self.workqueue, key=lambda unit: SLOWEST_UNITS.get(unit, 0))
-            if SLOWEST_UNITS.get(slowest, 0):
-                self.workqueue.move_to_end(slowest, last=False)
+            queue = getattr(self, "workqueue", None)  # xdist's own queue: reordered only if it is the one we know
+            if queue and hasattr(queue, "move_to_end"):
+                slowest = max(queue, key=lambda unit: SLOWEST_UNITS.get(unit, 0))
+                if SLOWEST_UNITS.get(slowest, 0):
+                    queue.move_to_end(slowest, last=False)
             super()._assign_work_unit(node)
 
     return Scheduling(config, log)
