@@ -122,8 +122,8 @@ def _write(folder: Path, data: bytes, filename: str, kind: str, limits: UploadLi
         _untar(folder, data, limits, compressed=not filename.lower().endswith(".tar"))
 
 
-#: What reading a damaged archive can raise (each becomes a refusal naming it): zipfile raises
-#: NotImplementedError for a compression method it lacks and RuntimeError for an encrypted member,
+#: What reading a damaged archive can raise (each becomes a refusal naming it): for a compression
+#: method it lacks, zipfile raises `NotImplementedError`; for an encrypted member, RuntimeError;
 #: gzip OSError/EOFError for a truncated stream, tarfile UnicodeError for undecodable names.
 UNREADABLE = (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
               RuntimeError, UnicodeError)

@@ -40,9 +40,9 @@ def resolve(state, config: Config, directions: np.ndarray, rng: np.random.Genera
     material = tiles.material.ravel().take(dest)
     walk = WALKABLE.take(material)  # lava is not walkable
 
-    lava = movers[material == ints.Material.LAVA] if not config.IMMORTAL else movers[:0]
+    into_lava = (material == ints.Material.LAVA) & (not config.IMMORTAL)
+    lava = movers[into_lava]
     if lava.size:
-        into_lava = material == ints.Material.LAVA
         occupancy[src[into_lava]] = -1
         ent.row[lava] += DELTAS[d[into_lava], 0]
         ent.col[lava] += DELTAS[d[into_lava], 1]
